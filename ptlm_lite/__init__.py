@@ -1,0 +1,14 @@
+"""ptlm_lite: the small PyTorch package behind ptlm-book.
+
+Each model is a mask, a corruption and a head on top of the same few blocks. The chapters of the
+book import this package and display its code; nothing is defined twice.
+"""
+from . import masks
+from .attention import MultiHeadAttention, attention
+from .config import PRESETS, Config, preset, register_preset
+from .layers import Block, Embeddings, FeedForward, sinusoidal_positions
+from .source import show_source
+from .train import History, auto_device, count_parameters, lr_schedule, set_seed, train
+from .transformer import Output, Transformer, label_smoothed_loss
+
+__version__ = "0.1.0"

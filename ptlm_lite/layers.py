@@ -1,0 +1,134 @@
+"""The shared building blocks: embeddings, positions, the feed-forward and the Transformer block.
+
+A block is attention and a feed-forward, each wrapped in "Add & Norm". Where the LayerNorm goes is
+the one switch between the 2017 Transformer / GPT / BERT (post-LN) and GPT-2 onwards (pre-LN):
+
+    post-LN:  x = LN(x + Sublayer(x))        pre-LN:  x = x + Sublayer(LN(x))
+
+Introduced in ``chapters/02_transformer.ipynb``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .config import Config
+
+__all__ = ["sinusoidal_positions", "Embeddings", "FeedForward", "Block", "ACTIVATIONS"]
+
+ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,                                            # BERT: the exact erf form
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),      # GPT, GPT-2: the tanh approximation
+}
+
+
+def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).
+
+    Each pair of dimensions is a clock of its own frequency, from 2π to 10000·2π positions per turn;
+    PE(pos + k) is a fixed linear function (a rotation) of PE(pos). Returns ``(max_len, d_model)``.
+    """
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]              # (T, 1)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2) / d_model)  # (D/2,)
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq[: d_model // 2])
+    return pe
+
+
+class Embeddings(nn.Module):
+    """Token + position (+ segment) embeddings, then dropout.
+
+    ``scale=True`` multiplies token embeddings by √d_model, as the 2017 Transformer does so that they
+    are not drowned by the fixed-size sinusoids.
+    """
+
+    def __init__(self, config: Config, scale: bool = False):
+        super().__init__()
+        self.config, self.scale = config, math.sqrt(config.d_model) if scale else 1.0
+        self.tok = nn.Embedding(config.vocab_size, config.d_model)
+        if config.pos == "learned":
+            self.pos = nn.Embedding(config.max_len, config.d_model)
+        else:
+            self.register_buffer("pe", sinusoidal_positions(config.max_len, config.d_model), persistent=False)
+        self.seg = nn.Embedding(config.n_segment, config.d_model) if config.n_segment else None
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None, offset: int = 0):
+        if ids.dtype not in (torch.int64, torch.int32) or ids.dim() != 2:
+            raise TypeError(f"ids must be a (B, T) integer tensor, got {ids.dtype} of shape {tuple(ids.shape)}")
+        B, T = ids.shape
+        if offset + T > self.config.max_len:
+            raise ValueError(
+                f"sequence of length {offset + T} is longer than max_len={self.config.max_len}: "
+                f"truncate the input or build the model with a larger max_len"
+            )
+        positions = torch.arange(offset, offset + T, device=ids.device)
+        x = self.tok(ids) * self.scale
+        x = x + (self.pos(positions) if self.config.pos == "learned" else self.pe[positions])
+        if self.seg is not None:
+            if segments is None:
+                segments = torch.zeros_like(ids)
+            elif int(segments.min()) < 0 or int(segments.max()) >= self.config.n_segment:
+                raise ValueError(f"segments must be in [0, {self.config.n_segment}), got values "
+                                 f"{sorted(set(segments.unique().tolist()))}")
+            x = x + self.seg(segments)
+        return self.drop(x)  # (B, T, D)
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = act(x W1 + b1) W2 + b2, applied to every position independently (d -> d_ff -> d)."""
+
+    def __init__(self, config: Config):
+        super().__init__()
+        self.fc1 = nn.Linear(config.d_model, config.d_ff)
+        self.fc2 = nn.Linear(config.d_ff, config.d_model)
+        self.act = ACTIVATIONS[config.activation]
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+class Block(nn.Module):
+    """Self-attention (+ cross-attention in a decoder) + feed-forward, each with Add & Norm.
+
+    ``forward(x, mask, context=None, context_mask=None, bias=None, return_attention=False)`` returns
+    ``(x, (self_weights, cross_weights))``; the weights are None unless asked for.
+    """
+
+    def __init__(self, config: Config, cross: bool = False):
+        super().__init__()
+        D, eps = config.d_model, config.ln_eps
+        self.pre_norm = config.pre_norm
+        self.attn = MultiHeadAttention(D, config.n_head, config.dropout)
+        self.ln1 = nn.LayerNorm(D, eps=eps)
+        self.cross = MultiHeadAttention(D, config.n_head, config.dropout) if cross else None
+        self.ln_cross = nn.LayerNorm(D, eps=eps) if cross else None
+        self.ff = FeedForward(config)
+        self.ln2 = nn.LayerNorm(D, eps=eps)
+        self.drop = nn.Dropout(config.dropout)
+
+    def sublayer(self, x, norm, f):
+        """Add & Norm around one sublayer ``f``: the only place pre-LN and post-LN differ."""
+        if self.pre_norm:
+            y, w = f(norm(x))
+            return x + self.drop(y), w
+        y, w = f(x)
+        return norm(x + self.drop(y)), w
+
+    def forward(self, x, mask=None, context=None, context_mask=None, bias=None, return_attention=False):
+        x, w_self = self.sublayer(x, self.ln1, lambda h: self.attn(h, mask=mask, bias=bias,
+                                                                   return_weights=return_attention))
+        w_cross = None
+        if self.cross is not None:
+            if context is None:
+                raise ValueError("this block has cross-attention: pass context (the encoder output)")
+            x, w_cross = self.sublayer(x, self.ln_cross, lambda h: self.cross(
+                h, context=context, mask=context_mask, return_weights=return_attention))
+        x, _ = self.sublayer(x, self.ln2, lambda h: (self.ff(h), None))
+        return x, (w_self, w_cross)

@@ -1,0 +1,252 @@
+"""A training loop that knows nothing about any particular model.
+
+``train(model, batches, steps=...)`` runs AdamW with a warm-up schedule, gradient clipping and a
+progress bar, and returns a :class:`History` of losses (and of evaluations, if an ``eval_fn`` is
+given). A batch is a dict of tensors passed as ``model(**batch)``, and the model's output has a
+``.loss`` (or pass ``loss_fn(model, batch) -> loss``).
+
+Introduced in ``chapters/02_transformer.ipynb``; every chapter trains with it.
+"""
+from __future__ import annotations
+
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+import torch
+
+__all__ = ["set_seed", "auto_device", "lr_schedule", "train", "History", "count_parameters"]
+
+
+def set_seed(seed: int) -> torch.Generator:
+    """Seed Python, NumPy and torch (all devices); return a torch.Generator seeded the same way.
+
+    Same seed, same numbers: on one machine and torch version, a chapter reproduces its results.
+    """
+    if not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+def auto_device(prefer: str | None = None) -> torch.device:
+    """The fastest device present: CUDA, then Apple's MPS, then the CPU (``prefer`` overrides)."""
+    if prefer is not None:
+        if prefer not in ("cuda", "mps", "cpu") and not prefer.startswith("cuda:"):
+            raise ValueError(f"prefer must be 'cuda', 'cuda:N', 'mps' or 'cpu', got {prefer!r}")
+        return torch.device(prefer)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    """Trainable parameters, counting tied (shared) tensors once."""
+    seen, n = set(), 0
+    for p in model.parameters():
+        if p.requires_grad and id(p) not in seen:
+            seen.add(id(p))
+            n += p.numel()
+    return n
+
+
+def lr_schedule(name: str, warmup: int = 0, total: int | None = None) -> Callable[[int], float]:
+    """A multiplier of the peak learning rate as a function of the step (1-based).
+
+    * ``constant``: 1 after a linear warm-up;
+    * ``inverse_sqrt``: the Transformer paper's  lr = d^-0.5 · min(step^-0.5, step · warmup^-1.5),
+      rescaled so that its peak (at ``step == warmup``) is 1: min(step / warmup, √(warmup / step));
+    * ``linear``: warm up, then decay linearly to 0 at ``total`` (BERT);
+    * ``cosine``: warm up, then a half cosine to 0 at ``total`` (GPT-2 and most since).
+    """
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a non-negative integer number of steps, got {warmup!r}")
+    if name in ("linear", "cosine") and (not isinstance(total, int) or total <= warmup):
+        raise ValueError(f"schedule {name!r} needs total (an integer > warmup={warmup}), got {total!r}")
+
+    def ramp(step):
+        return min(1.0, step / warmup) if warmup else 1.0
+
+    if name == "constant":
+        return ramp
+    if name == "inverse_sqrt":
+        return lambda step: ramp(step) if step <= warmup else math.sqrt(max(warmup, 1) / step)
+    if name == "linear":
+        return lambda step: ramp(step) if step <= warmup else max(0.0, (total - step) / (total - warmup))
+    if name == "cosine":
+        return lambda step: ramp(step) if step <= warmup else 0.5 * (
+            1 + math.cos(math.pi * min(1.0, (step - warmup) / (total - warmup))))
+    raise ValueError(f"unknown schedule {name!r}; choose 'constant', 'inverse_sqrt', 'linear' or 'cosine'")
+
+
+@dataclass
+class History:
+    """Losses per step, learning rates per step, and evaluations ``(step, {name: value})``."""
+    losses: list = field(default_factory=list)
+    lrs: list = field(default_factory=list)
+    evals: list = field(default_factory=list)
+    grad_norms: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def smoothed(self, window: int = 20) -> np.ndarray:
+        x = np.asarray(self.losses, dtype=float)
+        if len(x) < window:
+            return x
+        return np.convolve(x, np.ones(window) / window, mode="valid")
+
+    def final_loss(self, window: int = 20) -> float:
+        return float(np.mean(self.losses[-window:]))
+
+    def plot(self, ax=None, label: str | None = None, window: int = 20, log: bool = True):
+        """Loss curve (raw, faint; smoothed, solid). Returns the matplotlib Axes."""
+        import matplotlib.pyplot as plt  # lazy: models never need matplotlib
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 3.2))
+        line, = ax.plot(np.arange(1, len(self.losses) + 1), self.losses, alpha=0.25, lw=0.8)
+        s = self.smoothed(window)
+        ax.plot(np.arange(len(self.losses) - len(s) + 1, len(self.losses) + 1), s,
+                color=line.get_color(), label=label)
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss")
+        if log:
+            ax.set_yscale("log")
+        if label:
+            ax.legend()
+        ax.grid(alpha=0.3)
+        return ax
+
+
+def _to(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: _to(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_to(v, device) for v in batch)
+    return batch
+
+
+def _default_loss(model, batch):
+    out = model(**batch) if isinstance(batch, dict) else model(*batch)
+    loss = out.loss if hasattr(out, "loss") else out[1]
+    if loss is None:
+        raise ValueError("the model returned no loss: pass targets in the batch, or give loss_fn")
+    return loss
+
+
+def train(
+    model: torch.nn.Module,
+    batches: Iterable | Callable[[int], object],
+    *,
+    steps: int,
+    lr: float = 1e-3,
+    warmup: int = 0,
+    schedule: str = "constant",
+    weight_decay: float = 0.01,
+    betas: tuple = (0.9, 0.98),
+    clip: float | None = 1.0,
+    loss_fn: Callable | None = None,
+    eval_fn: Callable[[torch.nn.Module], dict] | None = None,
+    eval_every: int | None = None,
+    callback: Callable[[int, float], None] | None = None,
+    device: str | torch.device | None = None,
+    seed: int | None = 0,
+    progress: bool = True,
+    desc: str = "training",
+    optimizer: torch.optim.Optimizer | None = None,
+) -> History:
+    """Train ``model`` for ``steps`` optimizer steps and return its :class:`History`.
+
+    ``batches`` is an iterable of batches (cycled if it runs out) or a function ``step -> batch``.
+    ``eval_fn(model) -> dict`` runs in eval mode under ``no_grad`` every ``eval_every`` steps and at
+    the end. ``callback(step, loss)`` is called after every step (live plots use it).
+    Non-finite losses stop training with an error rather than silently producing NaN weights.
+    """
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0, got {lr!r}")
+    if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
+        raise ValueError(f"eval_every must be a positive integer or None, got {eval_every!r}")
+    multiplier = lr_schedule(schedule, warmup, steps)
+    if seed is not None:
+        set_seed(seed)
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    model.to(device)
+    loss_fn = loss_fn or _default_loss
+
+    if optimizer is None:
+        # No weight decay on biases, LayerNorm gains and embeddings' 1-D params (the usual recipe).
+        decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
+        no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+        optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                                       {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=betas)
+    for g in optimizer.param_groups:
+        g["initial_lr"] = g.get("initial_lr", g["lr"])
+
+    if callable(batches) and not hasattr(batches, "__iter__"):
+        get_batch = batches
+    else:
+        source = batches
+
+        def cycle():
+            while True:
+                empty = True
+                for b in source:
+                    empty = False
+                    yield b
+                if empty:
+                    raise ValueError("batches is empty: give at least one batch")
+        it = cycle()
+        get_batch = lambda step: next(it)  # noqa: E731
+
+    hist = History()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=steps, desc=desc, leave=True, mininterval=0.5)
+    start = time.perf_counter()
+    model.train()
+    for step in range(1, steps + 1):
+        m = multiplier(step)
+        for g in optimizer.param_groups:
+            g["lr"] = g["initial_lr"] * m
+        batch = _to(get_batch(step), device)
+        loss = loss_fn(model, batch)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"loss became {loss.item()} at step {step}: lower lr (now {lr * m:.3g}), add warm-up, "
+                f"or check the inputs")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), clip if clip else float("inf"))
+        optimizer.step()
+        hist.losses.append(loss.item())
+        hist.lrs.append(lr * m)
+        hist.grad_norms.append(float(gn))
+        if callback is not None:
+            callback(step, hist.losses[-1])
+        if bar is not None:
+            bar.update(1)
+            if step % 10 == 0 or step == steps:
+                bar.set_postfix(loss=f"{hist.losses[-1]:.3f}", refresh=False)
+        if eval_fn is not None and ((eval_every and step % eval_every == 0) or step == steps):
+            if not hist.evals or hist.evals[-1][0] != step:
+                model.eval()
+                with torch.no_grad():
+                    hist.evals.append((step, dict(eval_fn(model))))
+                model.train()
+    if bar is not None:
+        bar.close()
+    model.eval()
+    hist.seconds = time.perf_counter() - start
+    return hist

@@ -1,0 +1,139 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017).
+
+    source ──Embeddings──► N × Block(self-attention, full mask over real tokens) ──► memory
+    target ──Embeddings──► N × Block(causal self-attention, cross-attention to memory) ──► logits
+
+The three masks are the model: padding (encoder), causal ∧ padding (decoder self-attention) and
+cross (decoder queries see every real source token). Everything else is shared with every other
+model in the book (:mod:`ptlm_lite.layers`).
+
+Chapter: ``chapters/02_transformer.ipynb``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import masks
+from .config import Config
+from .layers import Block, Embeddings
+
+__all__ = ["Transformer", "Output", "label_smoothed_loss"]
+
+
+@dataclass
+class Output:
+    """What a model returns. Unpacks like nanoGPT's contract: ``logits, loss = model(...)``."""
+    logits: torch.Tensor
+    loss: torch.Tensor | None = None
+    attentions: dict | list | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __iter__(self):
+        return iter((self.logits, self.loss))
+
+
+def label_smoothed_loss(logits, targets, eps: float = 0.0, ignore_index: int = -100):
+    """Cross-entropy against a target distribution with 1-ε on the right token and ε spread over all.
+
+        loss = (1 - ε) · (-log p[y]) + ε · mean_v(-log p[v])
+
+    With ε = 0.1 the model is never rewarded for pushing p[y] to 1, which the paper found hurts
+    perplexity but helps BLEU. Equal to ``F.cross_entropy(..., label_smoothing=ε)`` (a test checks).
+    logits: (N, V), targets: (N,); positions equal to ``ignore_index`` do not count.
+    """
+    logp = logits.float().log_softmax(dim=-1)
+    keep = targets != ignore_index
+    logp, targets = logp[keep], targets[keep]
+    nll = -logp.gather(-1, targets[:, None]).squeeze(-1)
+    smooth = -logp.mean(dim=-1)
+    return ((1.0 - eps) * nll + eps * smooth).mean()
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder with one shared vocabulary; ``tie_weights`` shares the embedding matrix
+    between source, target and the output projection (the paper's three-way tying)."""
+
+    def __init__(self, config: Config):
+        super().__init__()
+        self.config = config
+        self.embed = Embeddings(config, scale=True)
+        self.encoder = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.decoder = nn.ModuleList(Block(config, cross=True) for _ in range(config.n_layer))
+        # Pre-LN leaves the residual stream un-normalised: one final LayerNorm per stack.
+        self.ln_enc = nn.LayerNorm(config.d_model, eps=config.ln_eps) if config.pre_norm else nn.Identity()
+        self.ln_dec = nn.LayerNorm(config.d_model, eps=config.ln_eps) if config.pre_norm else nn.Identity()
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        if config.tie_weights:
+            self.head.weight = self.embed.tok.weight
+        self.apply(self._init)
+
+    @staticmethod
+    def _init(m):
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Embedding):
+            nn.init.normal_(m.weight, std=m.embedding_dim ** -0.5)
+
+    def encode(self, src, return_attention=False):
+        """src: (B, S) ids -> memory (B, S, D), src_valid (B, S), encoder attentions."""
+        src_valid = src != self.config.pad_id
+        mask = masks.padding_mask(src_valid)  # (B, 1, S): nobody attends to padding
+        x, attns = self.embed(src), []
+        for block in self.encoder:
+            x, (w, _) = block(x, mask=mask, return_attention=return_attention)
+            attns.append(w)
+        return self.ln_enc(x), src_valid, attns
+
+    def decode(self, tgt, memory, src_valid, return_attention=False):
+        """tgt: (B, T) ids (starting with BOS) -> logits (B, T, V), self and cross attentions."""
+        T = tgt.shape[1]
+        self_mask = masks.combine(masks.causal_mask(T, device=tgt.device),       # (T, T)
+                                  masks.padding_mask(tgt != self.config.pad_id))  # (B, 1, T)
+        cross = masks.cross_mask(src_valid, T)                                  # (B, T, S)
+        x, self_attns, cross_attns = self.embed(tgt), [], []
+        for block in self.decoder:
+            x, (w_self, w_cross) = block(x, mask=self_mask, context=memory, context_mask=cross,
+                                         return_attention=return_attention)
+            self_attns.append(w_self)
+            cross_attns.append(w_cross)
+        return self.head(self.ln_dec(x)), self_attns, cross_attns
+
+    def forward(self, src, tgt_in, tgt_out=None, return_attention=False) -> Output:
+        """Teacher forcing: ``tgt_in`` is the target shifted right (BOS first), ``tgt_out`` the
+        target itself; padding in ``tgt_out`` does not count towards the loss."""
+        memory, src_valid, enc = self.encode(src, return_attention)
+        logits, dec, cross = self.decode(tgt_in, memory, src_valid, return_attention)
+        loss = None
+        if tgt_out is not None:
+            loss = label_smoothed_loss(logits.flatten(0, 1), tgt_out.flatten(),
+                                       self.config.label_smoothing, ignore_index=self.config.pad_id)
+        attentions = {"encoder": enc, "decoder": dec, "cross": cross} if return_attention else None
+        return Output(logits, loss, attentions)
+
+    @torch.no_grad()
+    def generate(self, src, bos_id: int, eos_id: int, max_new_tokens: int | None = None):
+        """Greedy decoding: feed back the most likely token until EOS (or the length limit).
+
+        Returns (B, T) ids without the BOS; positions after an EOS are padded.
+        """
+        max_new_tokens = max_new_tokens or self.config.max_len - 1
+        if not 1 <= max_new_tokens < self.config.max_len:
+            raise ValueError(f"max_new_tokens must be in [1, max_len={self.config.max_len}), got {max_new_tokens}")
+        memory, src_valid, _ = self.encode(src)
+        out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+        for _ in range(max_new_tokens):
+            logits, _, _ = self.decode(out, memory, src_valid)
+            nxt = logits[:, -1].argmax(-1)
+            nxt = nxt.masked_fill(done, self.config.pad_id)
+            out = torch.cat([out, nxt[:, None]], dim=1)
+            done |= nxt == eos_id
+            if bool(done.all()):
+                break
+        return out[:, 1:]
