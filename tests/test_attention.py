@@ -1,0 +1,78 @@
+"""Attention: the fused and the explicit path agree, masks are obeyed, nothing becomes NaN."""
+import math
+
+import pytest
+import torch
+
+from ptlm_lite import masks
+from ptlm_lite.attention import MultiHeadAttention, attention
+
+
+def qkv(B=2, H=3, Tq=5, Tk=5, d=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(B, H, T, d, generator=g) for T in (Tq, Tk, Tk)]
+
+
+@pytest.mark.parametrize("mask", [None, masks.causal_mask(5), masks.padding_mask(torch.tensor([[1, 1, 1, 0, 0], [1] * 5]).bool())])
+def test_fused_equals_explicit(mask):
+    q, k, v = qkv()
+    bias = torch.randn(1, 3, 5, 5)
+    for b in (None, bias):
+        fast, _ = attention(q, k, v, mask=mask, bias=b)
+        slow, w = attention(q, k, v, mask=mask, bias=b, return_weights=True)
+        assert torch.allclose(fast, slow, atol=1e-5)
+        assert torch.allclose(w.sum(-1), torch.ones(2, 3, 5), atol=1e-5)
+
+
+def test_explicit_is_the_formula():
+    q, k, v = qkv(B=1, H=1)
+    out, w = attention(q, k, v, return_weights=True)
+    ref = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(8), -1)
+    assert torch.allclose(w, ref, atol=1e-6) and torch.allclose(out, ref @ v, atol=1e-5)
+
+
+def test_masked_keys_get_zero_weight():
+    q, k, v = qkv()
+    _, w = attention(q, k, v, mask=masks.causal_mask(5), return_weights=True)
+    assert (w[..., ~masks.causal_mask(5)] == 0).all()
+
+
+def test_row_with_nothing_to_see_is_zero_not_nan():
+    # XLNet's first-predicted position sees nothing in the query stream.
+    _, query = masks.permutation_masks([2, 0, 3, 1])
+    q, k, v = qkv(Tq=4, Tk=4)
+    for rw in (False, True):
+        out, w = attention(q, k, v, mask=query, return_weights=rw)
+        assert torch.isfinite(out).all()
+        assert (out[:, :, 2] == 0).all()
+        if rw:
+            assert (w[:, :, 2] == 0).all()
+    # Gradients stay finite too.
+    q.requires_grad_(True)
+    attention(q, k, v, mask=query)[0].sum().backward()
+    assert torch.isfinite(q.grad).all()
+
+
+@pytest.mark.parametrize("mask, words", [
+    (torch.ones(5, 5), "dtype torch.bool"),
+    (torch.ones(4, 5).bool(), "does not fit 5 queries and 5 keys"),
+    (torch.ones(5).bool(), "does not fit"),
+    ([[True]], "bool torch.Tensor"),
+])
+def test_bad_mask(mask, words):
+    q, k, v = qkv()
+    with pytest.raises((TypeError, ValueError)) as e:
+        attention(q, k, v, mask=mask)
+    assert words in str(e.value)
+
+
+def test_mha_heads_must_divide():
+    with pytest.raises(ValueError, match="divisible by n_head"):
+        MultiHeadAttention(10, 3)
+
+
+def test_mha_cross_shapes():
+    mha = MultiHeadAttention(16, 4).eval()
+    x, ctx = torch.randn(2, 3, 16), torch.randn(2, 7, 16)
+    out, w = mha(x, context=ctx, return_weights=True)
+    assert out.shape == (2, 3, 16) and w.shape == (2, 4, 3, 7)
