@@ -60,6 +60,8 @@ class CharVocab:
 class DateTask:
     """Pairs (human-written date, ISO date) drawn from 1900-2099, seeded.
 
+    Every tenth day (counted from 1 January 1900) belongs to the test split and is never drawn for
+    training, so test accuracy measures dates the model has not seen in any format.
     ``batch(n, rng)`` returns dict(src, tgt_in, tgt_out) of padded LongTensors, the input format a
     :class:`ptlm_lite.transformer.Transformer` takes.
     """
@@ -74,8 +76,14 @@ class DateTask:
         self.src_len = max(len(FORMATS[f](dt.date(2000, 9, 30))) for f in self.formats)  # longest
         self.tgt_len = len("2000-09-30") + 1  # + EOS
 
-    def sample(self, rng: random.Random) -> tuple[str, str]:
-        d = dt.date(1900, 1, 1) + dt.timedelta(days=rng.randrange(200 * 365))
+    def sample(self, rng: random.Random, split: str = "train") -> tuple[str, str]:
+        if split not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        while True:
+            day = rng.randrange(200 * 365)
+            if (day % 10 == 0) == (split == "test"):
+                break
+        d = dt.date(1900, 1, 1) + dt.timedelta(days=day)
         return FORMATS[rng.choice(self.formats)](d), d.isoformat()
 
     def encode_pairs(self, pairs) -> dict:
@@ -88,8 +96,8 @@ class DateTask:
             tgt[i, :len(t_ids)] = torch.tensor(t_ids)
         return {"src": src, "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:]}
 
-    def batch(self, n: int, rng: random.Random) -> dict:
-        return self.encode_pairs([self.sample(rng) for _ in range(n)])
+    def batch(self, n: int, rng: random.Random, split: str = "train") -> dict:
+        return self.encode_pairs([self.sample(rng, split) for _ in range(n)])
 
     @torch.no_grad()
     def exact_match(self, model, pairs) -> float:

@@ -1,0 +1,303 @@
+"""The trained-model cache: one chapter trains a model, later chapters reuse it.
+
+A *recipe* says how to make a model: a name, a model class, a config dataclass, a training
+function and a version string. ``get(name)`` returns the trained model, training it first if
+the cache does not hold it yet::
+
+    cache.register("gpt-tiny-shakespeare", GPT, preset("tiny"), train_gpt_tiny, version="1")
+    model = cache.get("gpt-tiny-shakespeare")   # trains once (minutes), then loads (milliseconds)
+
+On disk (``~/.cache/ptlm_lite``, or wherever ``PTLM_CACHE`` points)::
+
+    models/<name>-<key>.safetensors   the weights (safetensors: never pickle, nothing executes)
+    models/<name>-<key>.json          config, class paths, recipe, SHA-256 of the weights file
+    tokenizers/...                    trained tokenizers (see ptlm_lite.data.tokenizer)
+
+``key`` hashes everything that changes the result (config, model class, recipe name, version,
+seed, and the training function's source), so editing a recipe gives a new entry instead of a
+stale model. The JSON file is written last and is the entry's "commit": an entry without it, or
+whose weights do not match its checksum, is rebuilt with a warning, never loaded. Two processes
+asking for the same missing model train it once: the second waits on a file lock and then
+loads what the first wrote.
+
+Used by every chapter that reuses a model another chapter trained.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import inspect
+import json
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from filelock import FileLock
+from safetensors.torch import load_model, save_model
+
+ENV_VAR = "PTLM_CACHE"
+DEFAULT_ALLOWED_PREFIXES = ("ptlm_lite.",)
+FORMAT = "ptlm_lite.checkpoint/1"
+LOCK_TIMEOUT_S = 3600  # a waiting process gives up after an hour: the trainer must have died
+
+
+# ----------------------------------------------------------------------------------------------
+# The cache folder and atomic writes
+
+
+def cache_dir(create: bool = True) -> Path:
+    """The cache folder: ``$PTLM_CACHE`` if set, else ``~/.cache/ptlm_lite``.
+
+    With ``create=True`` the folder is made and checked for writing; failure is a clear error.
+    """
+    path = Path(os.environ.get(ENV_VAR) or Path.home() / ".cache" / "ptlm_lite").expanduser()
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=path):
+                pass  # a real write: os.access lies on some network file systems
+        except OSError as err:
+            raise RuntimeError(
+                f"the ptlm_lite cache folder {str(path)!r} is not writable ({err.strerror or err}); "
+                f"set the environment variable {ENV_VAR} to a writable folder, e.g. "
+                f"`export {ENV_VAR}=/tmp/ptlm_cache` or os.environ['{ENV_VAR}'] = '/tmp/ptlm_cache'"
+            ) from err
+    return path
+
+
+def subdir(name: str) -> Path:
+    """A writable sub-folder of the cache (``models``, ``tokenizers``)."""
+    path = cache_dir() / name
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, then rename it over.
+
+    ``os.replace`` within one folder is atomic, so readers see the old file or the new one,
+    never half a file, even if this process is killed mid-write.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def lock(path: Path) -> FileLock:
+    """A cross-process lock for one cache entry (a ``.lock`` file beside it)."""
+    return FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
+
+
+# ----------------------------------------------------------------------------------------------
+# Recipes
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to make one trained model. ``train_fn(model)`` trains in place and returns None."""
+
+    name: str
+    model_cls: type
+    config: object  # a dataclass instance, e.g. ptlm_lite.config.Config
+    train_fn: Callable[[torch.nn.Module], None]
+    version: str = "1"  # bump to retrain when something the key cannot see changes (data)
+    seed: int = 0  # torch.manual_seed before the model is built, so entries are reproducible
+
+    @property
+    def key(self) -> str:
+        """16 hex digits of SHA-256 over everything that changes the trained weights."""
+        try:
+            train_src = inspect.getsource(self.train_fn)
+        except (OSError, TypeError):  # built-ins, some interactive definitions
+            train_src = _class_path(self.train_fn) if hasattr(self.train_fn, "__qualname__") else repr(self.train_fn)
+        blob = json.dumps({
+            "name": self.name, "version": self.version, "seed": self.seed,
+            "model": _class_path(self.model_cls), "config_cls": _class_path(type(self.config)),
+            "config": _config_dict(self.config), "train_fn": train_src,
+        }, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+_REGISTRY: dict[str, Recipe] = {}
+
+
+def register(name: str, model_cls: type, config, train_fn: Callable, version: str = "1",
+             seed: int = 0) -> Recipe:
+    """Register (or replace) the recipe called ``name``; returns it.
+
+    Registering again under the same name replaces the recipe, so a notebook cell can be
+    re-run; a changed recipe has a different key and therefore its own cache entry.
+    Used by every chapter that trains a model later chapters reuse.
+    """
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise ValueError(f"name must be a non-empty string without '/', got {name!r}")
+    if not isinstance(model_cls, type) or not issubclass(model_cls, torch.nn.Module):
+        raise TypeError(f"model_cls must be a torch.nn.Module subclass, got {model_cls!r}")
+    if not dataclasses.is_dataclass(config) or isinstance(config, type):
+        raise TypeError(f"config must be a dataclass instance (e.g. ptlm_lite.config.Config), "
+                        f"got {type(config).__name__}")
+    if not callable(train_fn):
+        raise TypeError(f"train_fn must be a callable train_fn(model) -> None, got {train_fn!r}")
+    recipe = Recipe(name, model_cls, config, train_fn, str(version), int(seed))
+    _REGISTRY[name] = recipe
+    return recipe
+
+
+def recipes() -> list[str]:
+    """Names of the registered recipes."""
+    return sorted(_REGISTRY)
+
+
+def recipe(name: str) -> Recipe:
+    if name not in _REGISTRY:
+        known = ", ".join(recipes()) or "none yet: call ptlm_lite.cache.register(...) first"
+        raise ValueError(f"unknown model {name!r}; registered recipes: {known}")
+    return _REGISTRY[name]
+
+
+# ----------------------------------------------------------------------------------------------
+# get: load, or train once and save
+
+
+def entry_paths(r: Recipe) -> tuple[Path, Path]:
+    """``(weights, metadata)`` paths of a recipe's entry (the folder may not exist yet)."""
+    stem = cache_dir(create=False) / "models" / f"{r.name}-{r.key}"
+    return stem.with_suffix(".safetensors"), stem.with_suffix(".json")
+
+
+def get(name: str, retrain: bool = False) -> torch.nn.Module:
+    """The trained model of recipe ``name``, from the cache, training it first if needed.
+
+    The model comes back in ``eval()`` mode on the CPU. ``retrain=True`` ignores a cached
+    entry and overwrites it. Used by every chapter that reuses another chapter's model.
+    """
+    r = recipe(name)
+    weights, meta = entry_paths(r)
+    if not retrain:
+        model = _try_load(r, weights, meta)
+        if model is not None:
+            return model
+
+    subdir("models")  # makes the folder, or says clearly that PTLM_CACHE must move
+    with lock(weights):
+        # Someone else may have finished training while we waited for the lock.
+        model = None if retrain else _try_load(r, weights, meta)
+        if model is None:
+            model = _train_and_save(r, weights, meta)
+    return model
+
+
+def _train_and_save(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module:
+    torch.manual_seed(r.seed)
+    model = r.model_cls(r.config)
+    r.train_fn(model)
+    model.eval()
+    meta.unlink(missing_ok=True)  # the old "commit" goes first: weights and JSON never disagree
+    atomic_write(weights, lambda tmp: save_model(model, str(tmp)))
+    info = {
+        "format": FORMAT,
+        "recipe": {"name": r.name, "version": r.version, "seed": r.seed, "key": r.key},
+        "model_cls": _class_path(r.model_cls),
+        "config_cls": _class_path(type(r.config)),
+        "config": _config_dict(r.config),
+        "weights": weights.name,
+        "sha256": file_sha256(weights),
+    }
+    atomic_write_text(meta, json.dumps(info, indent=2, sort_keys=True))
+    return model
+
+
+def _try_load(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module | None:
+    """The cached model, or None if absent; a damaged entry warns and counts as absent."""
+    if not meta.exists():
+        return None  # never written, or a write was interrupted before its commit
+    try:
+        info = _read_meta(meta, weights)
+        if info["model_cls"] != _class_path(r.model_cls) or info["config"] != _config_dict(r.config):
+            raise RuntimeError("its class or config differs from the recipe")
+        model = r.model_cls(r.config)
+        load_model(model, str(weights), strict=True)
+    except Exception as err:  # any damage: rebuild rather than trust it
+        warnings.warn(f"cache entry {meta.name} is damaged ({err}); it will be rebuilt",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    return model.eval()
+
+
+def _read_meta(meta: Path, weights: Path) -> dict:
+    try:
+        info = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise RuntimeError(f"unreadable metadata: {err}") from err
+    if not isinstance(info, dict) or info.get("format") != FORMAT:
+        raise RuntimeError(f"metadata is not in format {FORMAT}")
+    if not weights.exists():
+        raise RuntimeError(f"weights file {weights.name} is missing")
+    if file_sha256(weights) != info.get("sha256"):
+        raise RuntimeError("weights checksum mismatch (truncated or corrupted file)")
+    return info
+
+
+def load_checkpoint(meta_path: str | Path,
+                    allowed_prefixes: tuple[str, ...] = DEFAULT_ALLOWED_PREFIXES) -> torch.nn.Module:
+    """Load an entry from its JSON file alone, without a registered recipe.
+
+    The JSON names the model and config classes; only modules starting with one of
+    ``allowed_prefixes`` (default ``ptlm_lite.``) are imported, so a tampered file cannot make
+    us import arbitrary code. The weights' checksum is verified first.
+    """
+    meta = Path(meta_path)
+    weights = meta.with_suffix(".safetensors")  # entries are always a .json/.safetensors pair
+    info = _read_meta(meta, weights)
+    model_cls = _import_class(info["model_cls"], allowed_prefixes)
+    config_cls = _import_class(info["config_cls"], allowed_prefixes)
+    model = model_cls(config_cls(**info["config"]))
+    load_model(model, str(weights), strict=True)
+    return model.eval()
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+
+
+def _class_path(obj) -> str:
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def _config_dict(config) -> dict:
+    # A JSON round trip turns tuples into lists; compare and store the JSON form throughout.
+    return json.loads(json.dumps(dataclasses.asdict(config), sort_keys=True, default=str))
+
+
+def _import_class(path: str, allowed_prefixes: tuple[str, ...]) -> type:
+    if not isinstance(path, str) or not any(path.startswith(p) for p in allowed_prefixes):
+        raise RuntimeError(f"refusing to import {path!r}: only classes under {allowed_prefixes} "
+                           f"may be loaded from the cache (pass allowed_prefixes= to extend)")
+    module, _, name = path.rpartition(".")  # top-level classes only
+    return getattr(importlib.import_module(module), name)

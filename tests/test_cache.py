@@ -1,0 +1,158 @@
+"""The trained-model cache: train once, load after, detect damage, race safely, explain errors."""
+import multiprocessing
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from ptlm_lite import cache
+
+
+@dataclass
+class TinyConfig:
+    d_in: int = 4
+    d_out: int = 2
+
+
+class TinyModel(torch.nn.Module):
+    """Obeys the cache's contract: TinyModel(config), model.config is a dataclass."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.linear = torch.nn.Linear(config.d_in, config.d_out)
+        self.head = torch.nn.Linear(config.d_out, config.d_in, bias=False)
+        self.head.weight = torch.nn.Parameter(self.linear.weight.t().contiguous())
+
+
+def count_training(model):
+    """A train_fn that records each call in a counter file, so tests can count trainings."""
+    counter = Path(os.environ["PTLM_CACHE"]) / "trainings.txt"
+    with open(counter, "a") as f:
+        f.write("x")
+    with torch.no_grad():
+        model.linear.weight.fill_(0.5)  # "training": a recognisable result
+
+
+def trainings() -> int:
+    counter = Path(os.environ["PTLM_CACHE"]) / "trainings.txt"
+    return len(counter.read_text()) if counter.exists() else 0
+
+
+@pytest.fixture(autouse=True)
+def tmp_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTLM_CACHE", str(tmp_path / "cache"))
+    cache.register("tiny", TinyModel, TinyConfig(), count_training, version="1")
+    yield tmp_path / "cache"
+    cache._REGISTRY.pop("tiny", None)
+
+
+def test_get_trains_once_then_loads(tmp_cache):
+    model = cache.get("tiny")
+    assert trainings() == 1 and not model.training
+    assert torch.all(model.linear.weight == 0.5)
+    again = cache.get("tiny")
+    assert trainings() == 1  # loaded, not retrained
+    assert again is not model
+    for (name, a), (_, b) in zip(model.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), name
+    weights, meta = cache.entry_paths(cache.recipe("tiny"))
+    assert weights.parent == tmp_cache / "models" and weights.exists() and meta.exists()
+    assert not list(weights.parent.glob("*.tmp"))  # no temporary files left behind
+
+
+def test_key_changes_with_config_version_and_train_fn():
+    base = cache.recipe("tiny").key
+    assert cache.register("tiny", TinyModel, TinyConfig(d_out=3), count_training).key != base
+    assert cache.register("tiny", TinyModel, TinyConfig(), count_training, version="2").key != base
+    assert cache.register("tiny", TinyModel, TinyConfig(), lambda m: None).key != base
+    assert cache.register("tiny", TinyModel, TinyConfig(), count_training).key == base
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "delete_weights", "bad_json"])
+def test_damaged_entry_is_rebuilt_not_loaded(damage):
+    cache.get("tiny")
+    weights, meta = cache.entry_paths(cache.recipe("tiny"))
+    if damage == "truncate":
+        weights.write_bytes(weights.read_bytes()[:-7])
+    elif damage == "flip":
+        data = bytearray(weights.read_bytes())
+        data[-1] ^= 0xFF
+        weights.write_bytes(bytes(data))
+    elif damage == "delete_weights":
+        weights.unlink()
+    else:
+        meta.write_text("{not json")
+    with pytest.warns(RuntimeWarning, match="damaged.*rebuilt"):
+        model = cache.get("tiny")
+    assert trainings() == 2 and torch.all(model.linear.weight == 0.5)
+    cache.get("tiny")
+    assert trainings() == 2  # the rebuilt entry is good
+
+
+def test_interrupted_write_is_ignored():
+    # A crash between the weights and the JSON "commit" leaves weights without metadata.
+    weights, meta = cache.entry_paths(cache.recipe("tiny"))
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"half a file")
+    cache.get("tiny")
+    assert trainings() == 1 and meta.exists()
+
+
+def test_load_checkpoint_only_imports_allowed_classes():
+    cache.get("tiny")
+    _, meta = cache.entry_paths(cache.recipe("tiny"))
+    with pytest.raises(RuntimeError, match="refusing to import.*allowed_prefixes"):
+        cache.load_checkpoint(meta)
+    model = cache.load_checkpoint(meta, allowed_prefixes=("ptlm_lite.", TinyModel.__module__ + "."))
+    assert type(model).__name__ == "TinyModel" and torch.all(model.linear.weight == 0.5)
+
+
+def test_unwritable_cache_folder_says_set_ptlm_cache(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("PTLM_CACHE", str(blocker / "cache"))  # cannot mkdir under a file (even as root)
+    with pytest.raises(RuntimeError, match="not writable.*set the environment variable PTLM_CACHE"):
+        cache.get("tiny")
+
+
+def test_default_folder_without_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("PTLM_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cache.cache_dir(create=False) == tmp_path / ".cache" / "ptlm_lite"
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: cache.get("no-such-model"), ValueError, "unknown model 'no-such-model'; registered recipes: .*tiny"),
+    (lambda: cache.register("x", dict, TinyConfig(), count_training), TypeError, "model_cls must be"),
+    (lambda: cache.register("x", TinyModel, {"d_in": 4}, count_training), TypeError, "config must be a dataclass"),
+    (lambda: cache.register("x", TinyModel, TinyConfig(), "train"), TypeError, "train_fn must be"),
+    (lambda: cache.register("a/b", TinyModel, TinyConfig(), count_training), ValueError, "name must be"),
+])
+def test_bad_inputs(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+
+
+def _race_worker(cache_path: str, barrier, results):
+    os.environ["PTLM_CACHE"] = cache_path
+    torch.set_num_threads(1)
+    cache.register("tiny", TinyModel, TinyConfig(), count_training, version="1")
+    barrier.wait()  # start together
+    model = cache.get("tiny")
+    results.put(float(model.linear.weight.sum()))
+
+
+def test_two_processes_racing_train_once(tmp_cache):
+    ctx = multiprocessing.get_context("spawn")  # fork after torch init is not safe
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_race_worker, args=(str(tmp_cache), barrier, results)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert [results.get(timeout=5) for _ in procs] == [4.0, 4.0]
+    assert trainings() == 1

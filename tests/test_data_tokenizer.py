@@ -1,0 +1,107 @@
+"""Tokenizers: one interface over four kinds, fixed special ids, offsets, caching, bad input."""
+import time
+
+import pytest
+
+from ptlm_lite.data import tokenizer as tk
+from ptlm_lite.data.world import make_world
+
+TEXTS = [d.text for d in make_world(0).documents] + ["To be, or not to be: that is the question.", "Hamlet's friend Horatio."]
+SAMPLE = "Hamlet's friend Horatio is a 34-year-old baker."
+
+
+@pytest.fixture(autouse=True)
+def tmp_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PTLM_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module", params=tk.KINDS)
+def tok(request):
+    return tk.train_tokenizer(request.param, TEXTS, vocab_size=400, n_sentinels=5)
+
+
+def test_special_ids_are_the_same_for_every_kind(tok):
+    assert tok.special_ids == {"pad": 0, "unk": 1, "cls": 2, "sep": 3, "mask": 4, "bos": 5, "eos": 6}
+    assert tok.token_to_id("[MASK]") == tok.mask_id == 4
+    assert tok.sentinel_ids == [7, 8, 9, 10, 11]
+    assert [tok.token_to_id(f"<extra_id_{i}>") for i in range(5)] == tok.sentinel_ids
+    assert tok.token_to_id("<extra_id_5>") is None  # only the configured number exists
+
+
+def test_encode_decode_round_trip_and_batch(tok):
+    ids = tok.encode(SAMPLE)
+    assert all(isinstance(i, int) and 0 <= i < tok.vocab_size for i in ids)
+    decoded = tok.decode(ids)
+    if tok.kind == "wordpiece":  # BERT's decoder puts spaces around punctuation
+        assert decoded.replace(" ", "") == SAMPLE.replace(" ", "")
+    else:
+        assert decoded == SAMPLE
+    assert tok.encode_batch([SAMPLE, "baker"]) == [ids, tok.encode("baker")]
+    assert tok.encode("") == []
+    assert tok.decode([tok.cls_id] + ids, skip_special_tokens=False) != tok.decode(ids)
+
+
+def test_offsets_and_word_ids_cover_the_text(tok):
+    enc = tok.encode_with_offsets(SAMPLE)
+    assert enc.ids == tok.encode(SAMPLE)
+    assert len(enc.ids) == len(enc.offsets) == len(enc.word_ids) == len(enc.tokens)
+    for (start, end), word in zip(enc.offsets, enc.word_ids):
+        assert 0 <= start <= end <= len(SAMPLE)
+        if word is not None and end > start and tok.kind != "unigram":  # BPE: a lone "Ġ" is empty
+            assert SAMPLE[start:end].strip() != ""
+    # "Horatio" is one word: all its tokens share one word id (whole-word masking needs this).
+    h = SAMPLE.index("Horatio")
+    words = {w for (s, e), w in zip(enc.offsets, enc.word_ids) if s >= h and e <= h + 7 and e > s}
+    assert len(words) == 1
+
+
+def test_save_load_round_trip(tok, tmp_path):
+    path = tmp_path / f"{tok.kind}.json"
+    tok.save(path)
+    again = tk.Tokenizer.load(path)
+    assert again.vocab_size == tok.vocab_size and again.encode(SAMPLE) == tok.encode(SAMPLE)
+
+
+def test_get_tokenizer_trains_once_then_loads_fast(tmp_path):
+    start = time.perf_counter()
+    first = tk.get_tokenizer("bpe", vocab_size=400, corpus="world", n_sentinels=3)
+    path = tmp_path / "cache" / "tokenizers" / "world-bpe-400-s3.json"
+    assert path.exists()
+    mtime = path.stat().st_mtime_ns
+    start = time.perf_counter()
+    second = tk.get_tokenizer("bpe", vocab_size=400, corpus="world", n_sentinels=3)
+    assert time.perf_counter() - start < 0.5
+    assert path.stat().st_mtime_ns == mtime  # loaded, not retrained
+    assert second.encode(SAMPLE) == first.encode(SAMPLE)
+
+
+def test_corrupted_cached_tokenizer_is_retrained(tmp_path):
+    tk.get_tokenizer("wordpiece", vocab_size=300, corpus="world", n_sentinels=0)
+    path = tmp_path / "cache" / "tokenizers" / "world-wordpiece-300-s0.json"
+    path.write_text(path.read_text()[:100])  # truncated
+    with pytest.warns(RuntimeWarning, match="damaged"):
+        tok = tk.get_tokenizer("wordpiece", vocab_size=300, corpus="world", n_sentinels=0)
+    assert tok.vocab_size <= 300 and tk.Tokenizer.load(path).vocab_size == tok.vocab_size
+
+
+@pytest.mark.parametrize("call, err, match", [
+    (lambda: tk.get_tokenizer("sentencepiece"), ValueError, "kind must be one of"),
+    (lambda: tk.get_tokenizer("bpe", 1000, corpus="wikipedia"), ValueError, "corpus must be one of"),
+    (lambda: tk.train_tokenizer("wordpiece", TEXTS, vocab_size=50), ValueError, "vocab_size=50 is too small.*pass vocab_size >="),
+    (lambda: tk.train_tokenizer("bpe", TEXTS, vocab_size=300, n_sentinels=100), ValueError, "too small"),
+    (lambda: tk.train_tokenizer("wordpiece", [], vocab_size=500, n_sentinels=0), ValueError, "texts is empty"),
+    (lambda: tk.train_tokenizer("wordpiece", ["  "], vocab_size=500, n_sentinels=0), ValueError, "texts is empty"),
+    (lambda: tk.train_tokenizer("char", [b"bytes"]), TypeError, "must be a str"),
+    (lambda: tk.train_tokenizer("char", TEXTS).encode(42), TypeError, "text must be a str"),
+    (lambda: tk.train_tokenizer("char", TEXTS).encode_batch("one string"), TypeError, "list of strings"),
+])
+def test_bad_inputs(call, err, match):
+    with pytest.raises(err, match=match):
+        call()
+
+
+def test_load_of_a_non_tokenizer_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text("{}")
+    with pytest.raises(RuntimeError, match="cannot load a tokenizer"):
+        tk.Tokenizer.load(bad)
