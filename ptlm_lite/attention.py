@@ -11,7 +11,7 @@ Two channels carry everything that differs between models:
 A query row whose mask allows no key at all (XLNet's first-predicted position, a fully padded
 example) gets zero weights and a zero output, never NaN.
 
-Introduced in ``chapters/02_transformer.ipynb``.
+Introduced in ``chapters/transformer.ipynb``.
 """
 from __future__ import annotations
 
@@ -95,6 +95,11 @@ class MultiHeadAttention(nn.Module):
 
     ``forward(x, context=None, ...)``: self-attention when ``context`` is None, otherwise queries
     from ``x`` and keys/values from ``context`` (encoder-decoder "cross" attention).
+
+    ``cache``: a dict kept between calls during generation (GPT chapter). The keys and values of
+    earlier positions are stored under ``"k"``/``"v"`` as ``(B, H, T_past, dh)`` and the new ones are
+    appended, so each step computes attention for the new positions only. Who may see whom is still
+    the caller's mask: ``masks.causal_mask(T, memory=T_past)``.
     """
 
     def __init__(self, d_model: int, n_head: int, dropout: float = 0.0, bias: bool = True):
@@ -111,9 +116,13 @@ class MultiHeadAttention(nn.Module):
         B, T, D = x.shape
         return x.view(B, T, self.n_head, D // self.n_head).transpose(1, 2)
 
-    def forward(self, x, context=None, mask=None, bias=None, return_weights=False):
+    def forward(self, x, context=None, mask=None, bias=None, return_weights=False, cache=None):
         context = x if context is None else context
         q, k, v = self.split(self.q(x)), self.split(self.k(context)), self.split(self.v(context))
+        if cache is not None:  # generation: prepend the keys/values of earlier positions
+            if "k" in cache:
+                k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, Tk, dh)
+            cache["k"], cache["v"] = k, v
         p = self.dropout if self.training else 0.0
         out, weights = attention(q, k, v, mask=mask, bias=bias, dropout=p, return_weights=return_weights)
         B, H, T, dh = out.shape

@@ -12,7 +12,7 @@ Presets come in three kinds:
 * the paper's real sizes (``transformer-base``, ``gpt2``, ``bert-base``, ...) - for counting
   parameters, never trained here.
 
-Introduced in ``chapters/02_transformer.ipynb``.
+Introduced in ``chapters/transformer.ipynb``.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ the one switch between the 2017 Transformer / GPT / BERT (post-LN) and GPT-2 onw
 
     post-LN:  x = LN(x + Sublayer(x))        pre-LN:  x = x + Sublayer(LN(x))
 
-Introduced in ``chapters/02_transformer.ipynb``.
+Introduced in ``chapters/transformer.ipynb``.
 """
 from __future__ import annotations
 
@@ -98,7 +98,9 @@ class Block(nn.Module):
     """Self-attention (+ cross-attention in a decoder) + feed-forward, each with Add & Norm.
 
     ``forward(x, mask, context=None, context_mask=None, bias=None, return_attention=False)`` returns
-    ``(x, (self_weights, cross_weights))``; the weights are None unless asked for.
+    ``(x, (self_weights, cross_weights))``; the weights are None unless asked for. ``cache`` (a dict,
+    see :class:`~ptlm_lite.attention.MultiHeadAttention`) keeps self-attention keys/values between
+    generation steps.
     """
 
     def __init__(self, config: Config, cross: bool = False):
@@ -121,9 +123,11 @@ class Block(nn.Module):
         y, w = f(x)
         return norm(x + self.drop(y)), w
 
-    def forward(self, x, mask=None, context=None, context_mask=None, bias=None, return_attention=False):
+    def forward(self, x, mask=None, context=None, context_mask=None, bias=None, return_attention=False,
+                cache=None):
         x, w_self = self.sublayer(x, self.ln1, lambda h: self.attn(h, mask=mask, bias=bias,
-                                                                   return_weights=return_attention))
+                                                                   return_weights=return_attention,
+                                                                   cache=cache))
         w_cross = None
         if self.cross is not None:
             if context is None:

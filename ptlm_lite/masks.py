@@ -6,7 +6,7 @@ and ``(B, Tq, Tk)`` or ``(B, 1, Tk)`` for masks that depend on the batch (paddin
 with ``&`` (both must allow) and broadcast like any tensor.
 
 Each docstring draws its matrix (``■`` may attend, ``·`` may not); ``tests/test_masks.py`` checks
-that the drawings are what the functions return. Introduced in ``chapters/02_transformer.ipynb``;
+that the drawings are what the functions return. Introduced in ``chapters/transformer.ipynb``;
 prefix and permutation masks come back in the UniLM and XLNet chapters.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Show the package's real source in a notebook: the book never keeps a second copy of a model.
 
-Introduced in ``chapters/02_transformer.ipynb``; every chapter uses it.
+Introduced in ``chapters/transformer.ipynb``; every chapter uses it.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 and pad days with zeros: long enough to need attention over the whole source, small enough to learn
 in a minute on a CPU. Characters are the tokens.
 
-Chapter: ``chapters/02_transformer.ipynb``.
+Chapter: ``chapters/transformer.ipynb``.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ progress bar, and returns a :class:`History` of losses (and of evaluations, if a
 given). A batch is a dict of tensors passed as ``model(**batch)``, and the model's output has a
 ``.loss`` (or pass ``loss_fn(model, batch) -> loss``).
 
-Introduced in ``chapters/02_transformer.ipynb``; every chapter trains with it.
+Introduced in ``chapters/transformer.ipynb``; every chapter trains with it.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ The three masks are the model: padding (encoder), causal ∧ padding (decoder se
 cross (decoder queries see every real source token). Everything else is shared with every other
 model in the book (:mod:`ptlm_lite.layers`).
 
-Chapter: ``chapters/02_transformer.ipynb``.
+Chapter: ``chapters/transformer.ipynb``.
 """
 from __future__ import annotations
 

@@ -1,0 +1,170 @@
+"""Fixtures for the browser tests: the built book served on 127.0.0.1, headless Chromium, and one
+visit per page that records JavaScript errors and every request that tried to leave the machine.
+
+* The book is ``_build/html``; when it is missing, it is built first (``python scripts/assets.py``
+  then ``jupyter-book build .``), and a failed build fails the tests with its output.
+* Pages are the ones in ``_toc.yml`` (``PTLM_TOC=other_toc.yml`` to test another table of contents).
+* Chromium is Debian's ``/usr/bin/chromium`` (``PTLM_CHROMIUM`` to use another binary); when it is
+  missing the tests fail (they never skip silently) and say how to install it.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "_build" / "html"
+CHROMIUM = os.environ.get("PTLM_CHROMIUM", "/usr/bin/chromium")
+
+
+def toc_path() -> Path:
+    return Path(os.environ.get("PTLM_TOC", ROOT / "_toc.yml")).resolve()
+
+
+def toc_pages() -> list[str]:
+    """Every page of the table of contents, as the path of its HTML relative to the site."""
+    import yaml
+
+    toc = yaml.safe_load(toc_path().read_text())
+    files = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(node["file"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    out = []
+    for f in files:
+        stem = f.rsplit(".", 1)[0] if f.endswith((".ipynb", ".md")) else f
+        if stem + ".html" not in out:
+            out.append(stem + ".html")
+    return out
+
+
+def build_book() -> None:
+    cmds = [[sys.executable, "scripts/assets.py"],
+            [sys.executable, "-m", "jupyter_book", "build", "."]]
+    if toc_path() != (ROOT / "_toc.yml").resolve():
+        cmds[1] += ["--toc", str(toc_path())]
+    for cmd in cmds:
+        r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.fail(f"building the book failed: {' '.join(cmd)} (exit {r.returncode})\n"
+                        f"{r.stdout[-4000:]}\n{r.stderr[-4000:]}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def site() -> Path:
+    if not (SITE / "index.html").exists():
+        build_book()
+    missing = [p for p in toc_pages() if not (SITE / p).exists()]
+    if missing:
+        pytest.fail(f"_build/html lacks pages listed in {toc_path().name}: {missing}; "
+                    "rebuild the book (python scripts/assets.py && jupyter-book build .)", pytrace=False)
+    return SITE
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="session")
+def base_url(site):
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        pytest.fail(f"Chromium not found at {CHROMIUM}: install it with `apt-get install chromium` "
+                    "(or set PTLM_CHROMIUM to a Chromium binary)", pytrace=False)
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the browser tests need Python playwright: pip install playwright", pytrace=False)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        yield b
+        b.close()
+
+
+@dataclass
+class Visit:
+    """What happened while one page loaded: JS errors and requests to other hosts."""
+    url: str
+    errors: list = field(default_factory=list)
+    outside: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def open_page(browser, base_url: str, path: str):
+    """Open ``path`` with every non-local request aborted and counted; wait for the widgets.
+
+    Returns ``(page, visit)``; the caller closes the page (``page.context.close()``)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    visit = Visit(base_url + path)
+
+    def route(r):
+        if r.request.url.startswith(base_url) or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            visit.outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.on("console", lambda m: visit.errors.append(f"console.error: {m.text} @ {m.location.get('url', '')}")
+            if m.type == "error" else None)
+    page.on("pageerror", lambda e: visit.errors.append(f"pageerror: {e}"))
+    page.on("response", lambda r: visit.errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    t = time.perf_counter()
+    page.goto(visit.url, wait_until="load")
+    # Widgets render after 'load': wait until every stored widget view has been replaced by a
+    # rendered widget, and bertviz has drawn its SVG.
+    try:
+        page.wait_for_function(
+            """() => document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length
+                 <= document.querySelectorAll('.widget-subarea > *').length
+             && Array.from(document.querySelectorAll('.ptlm-bertviz')).every(b => b.querySelector('svg'))""",
+            timeout=20_000)
+    except Exception as e:  # playwright's TimeoutError: report it as a failure of this page
+        visit.errors.append(f"widgets or bertviz did not render within 20 s: {e}")
+    page.wait_for_timeout(300)  # late errors (fonts, lazy MathJax parts) still count
+    visit.seconds = time.perf_counter() - t
+    return page, visit
+
+
+@pytest.fixture(scope="session")
+def visits(browser, base_url):
+    """Each page of the book opened once; the tests below read what happened."""
+    out = {}
+    for path in toc_pages():
+        page, visit = open_page(browser, base_url, path)
+        page.context.close()
+        out[path] = visit
+    return out

@@ -1,0 +1,145 @@
+"""The static book in headless Chromium: offline, no JavaScript errors, widgets that respond.
+
+Run with ``python -m pytest tests/browser -q`` (the fixtures build the book when _build/html is
+missing). Every test is marked ``browser``.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from .conftest import open_page, toc_pages
+
+pytestmark = pytest.mark.browser
+
+PAGES = toc_pages()
+MAX_PAGE_BYTES = 1_000_000
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_loads_without_javascript_errors(visits, path):
+    v = visits[path]
+    assert not v.errors, f"{path}: JavaScript errors:\n" + "\n".join(v.errors)
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_request_leaves_the_machine(visits, path):
+    v = visits[path]
+    assert len(v.outside) == 0, f"{path} asked other hosts for: {v.outside}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_is_under_one_megabyte(site, path):
+    size = (site / path).stat().st_size
+    assert size < MAX_PAGE_BYTES, f"{path} is {size / 1e6:.2f} MB (budget 1 MB)"
+
+
+SIGNATURE = """root => {
+  const imgs = Array.from(root.querySelectorAll('img')).filter(i => i.offsetParent !== null)
+                    .map(i => i.src.slice(-64));
+  return root.innerText + '|' + imgs.join(',');
+}"""
+
+
+def move(stepper) -> str:
+    """Move a stepper's control one step; returns how."""
+    buttons = stepper.locator(".widget-toggle-buttons button")
+    if buttons.count() >= 2:
+        buttons.nth(1).click()
+        return "clicked the second toggle button"
+    handle = stepper.locator(".noUi-handle")
+    if handle.count():
+        handle.first.focus()
+        handle.first.press("ArrowRight")
+        return "pressed ArrowRight on the slider"
+    raise AssertionError("stepper has neither toggle buttons nor a slider")
+
+
+def pages_with(site, marker: str) -> list[str]:
+    """Pages whose HTML (widget state included) mentions ``marker``: only those are opened."""
+    return [p for p in PAGES if marker in (site / p).read_text(encoding="utf-8")]
+
+
+def test_every_stepper_changes_what_is_shown(browser, base_url, site):
+    moved = 0
+    for path in pages_with(site, "ptlm-stepper"):
+        page, visit = open_page(browser, base_url, path)
+        try:
+            steppers = page.locator(".ptlm-stepper")
+            for i in range(steppers.count()):
+                s = steppers.nth(i)
+                s.scroll_into_view_if_needed()
+                before = s.evaluate(SIGNATURE)
+                how = move(s)
+                page.wait_for_timeout(150)
+                after = s.evaluate(SIGNATURE)
+                assert after != before, f"{path}: stepper {i}: {how}, but the view did not change"
+                moved += 1
+            assert not visit.errors, f"{path}: errors while moving steppers: {visit.errors}"
+        finally:
+            page.context.close()
+    assert moved > 0, "no stepper found in the book (book/widgets.ipynb shows several)"
+
+
+def test_bertviz_renders_its_tokens(browser, base_url, site):
+    checked = 0
+    for path in pages_with(site, "ptlm-bertviz"):
+        page, visit = open_page(browser, base_url, path)
+        try:
+            views = page.locator(".ptlm-bertviz")
+            for i in range(views.count()):
+                v = views.nth(i)
+                script = v.locator("script").first.text_content()
+                params = json.loads(re.search(r"const params = (\{.*?\});", script, re.S).group(1))
+                tokens = {t.strip() for d in params["attention"] for t in d["left_text"]}
+                v.locator("svg text").first.wait_for(timeout=10_000)
+                if "ptlm-bertviz-model" in (v.get_attribute("class") or ""):
+                    # the model view draws thumbnails; a click on one shows that head with its tokens
+                    v.evaluate("""el => Array.from(el.querySelectorAll('svg rect'))
+                        .find(r => r.style.opacity === '0')
+                        .dispatchEvent(new MouseEvent('click', {bubbles: true}))""")
+                drawn = {t.strip() for t in v.locator("svg text").all_text_contents()}
+                assert tokens <= drawn, f"{path}: bertviz view {i} lacks tokens {tokens - drawn}"
+                checked += 1
+        finally:
+            page.context.close()
+    assert checked > 0, "no bertviz view found in the book (book/widgets.ipynb shows two)"
+
+
+def visible_rows(table):
+    return table.locator("tbody tr").evaluate_all(
+        "rows => rows.filter(r => r.style.display !== 'none').map(r => r.innerText)")
+
+
+def test_comparison_tables_filter_and_sort(browser, base_url, site):
+    checked = 0
+    for path in pages_with(site, "ptlm-table"):
+        page, visit = open_page(browser, base_url, path)
+        try:
+            tables = page.locator(".ptlm-table")
+            for i in range(tables.count()):
+                t = tables.nth(i)
+                t.scroll_into_view_if_needed()
+                rows = visible_rows(t)
+                term = t.locator("tbody tr").first.locator("td").first.inner_text().strip()
+                t.locator("input.ptlm-filter").fill(term)
+                kept = visible_rows(t)
+                assert 0 < len(kept) <= len(rows) and all(term.lower() in r.lower() for r in kept)
+                assert t.locator(".ptlm-count").inner_text() == f"{len(kept)} of {len(rows)} rows"
+                t.locator("input.ptlm-filter").fill("no row says this 0x9f")
+                assert visible_rows(t) == []
+                t.locator("input.ptlm-filter").fill("")
+                assert len(visible_rows(t)) == len(rows)
+                # sorting: a click sorts by the column, a second click reverses the order
+                header = t.locator("thead th").first
+                header.click()
+                up = t.locator("tbody tr td:first-child").all_inner_texts()
+                header.click()
+                down = t.locator("tbody tr td:first-child").all_inner_texts()
+                assert down == up[::-1] and sorted(up) == sorted(down)
+                checked += 1
+        finally:
+            page.context.close()
+    assert checked > 0, "no comparison table found in the book (book/widgets.ipynb shows one)"
