@@ -8,5 +8,5 @@ PY=${PYTHON:-python3}
 bash scripts/install.sh
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 $PY scripts/execute.py ${1:+"$1"}
-$PY -m jupyter_book build . --warningiserror --keep-going
+$PY -c "from jupyter_book.cli.main import main; main()" build . --warningiserror --keep-going
 echo "book: $(pwd)/_build/html/index.html"

@@ -7,7 +7,7 @@ PY=${PYTHON:-python3}
 bash scripts/install.sh --browser
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # The browser tests need the book; build it from the stored (committed, executed) outputs.
-$PY -m jupyter_book build . --warningiserror --keep-going -q
+$PY -c "from jupyter_book.cli.main import main; main()" build . --warningiserror --keep-going -q
 # Chapters use a fresh model cache, so nothing trained earlier on this machine hides a bug.
 export PTLM_CACHE="$(mktemp -d)"
 trap 'rm -rf "$PTLM_CACHE"' EXIT

@@ -60,7 +60,7 @@ def toc_pages() -> list[str]:
 
 def build_book() -> None:
     cmds = [[sys.executable, "scripts/assets.py"],
-            [sys.executable, "-m", "jupyter_book", "build", "."]]
+            [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", "."]]
     if toc_path() != (ROOT / "_toc.yml").resolve():
         cmds[1] += ["--toc", str(toc_path())]
     for cmd in cmds:
