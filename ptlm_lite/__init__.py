@@ -3,7 +3,7 @@
 Each model is a mask, a corruption and a head on top of the same few blocks. The chapters of the
 book import this package and display its code; nothing is defined twice.
 """
-from . import masks
+from . import cache, data, exercises, masks, tasks
 from .attention import MultiHeadAttention, attention
 from .config import PRESETS, Config, preset, register_preset
 from .layers import Block, Embeddings, FeedForward, sinusoidal_positions
