@@ -79,6 +79,7 @@ def execute(path: pathlib.Path, pkg: str, timeout: int = 600) -> float:
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".ipynb.tmp")
     with os.fdopen(fd, "w") as f:
         nbformat.write(nb, f)
+    os.chmod(tmp, 0o644)  # mkstemp makes files private; a notebook is not
     os.replace(tmp, path)
     return seconds
 
