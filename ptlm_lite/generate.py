@@ -1,0 +1,50 @@
+"""Choosing the next token: greedy, temperature, top-k and top-p (nucleus) sampling.
+
+Model-agnostic: it takes the logits of the last position, ``(B, V)``, and returns ``(B,)`` ids.
+
+* temperature τ: sample from softmax(z / τ); τ → 0 is greedy, τ > 1 flattens the distribution;
+* top-k: keep the k most likely tokens (Fan et al., 2018; GPT-2's samples use k = 40);
+* top-p: keep the smallest set of most likely tokens whose probability reaches p (Holtzman et al., 2019).
+
+Introduced in ``chapters/gpt.ipynb``.
+"""
+from __future__ import annotations
+
+import torch
+
+__all__ = ["filter_logits", "sample_next"]
+
+
+def _check(temperature, top_k, top_p, vocab_size: int) -> None:
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature < 0:
+        raise ValueError(f"temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= vocab_size):
+        raise ValueError(f"top_k must be None or an integer in [1, vocab_size={vocab_size}], got {top_k!r}")
+    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float)) or not 0 < top_p <= 1):
+        raise ValueError(f"top_p must be None or a number in (0, 1], got {top_p!r}")
+
+
+def filter_logits(logits: torch.Tensor, top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
+    """Set the logits of tokens outside the top-k / top-p set to −inf. ``logits``: (B, V)."""
+    _check(1.0, top_k, top_p, logits.shape[-1])
+    logits = logits.clone()
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[:, -1:]                    # (B, 1)
+        logits[logits < kth] = float("-inf")
+    if top_p is not None:
+        sorted_logits, order = logits.sort(dim=-1, descending=True)
+        probs = sorted_logits.softmax(-1)
+        # Drop a token when the tokens ranked above it already reach top_p (the first always stays).
+        drop = probs.cumsum(-1) - probs >= top_p                           # (B, V), in sorted order
+        logits.scatter_(-1, order, sorted_logits.masked_fill(drop, float("-inf")))
+    return logits
+
+
+def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+                top_p: float | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One next token per row of ``logits`` (B, V). ``temperature=0`` is greedy (argmax)."""
+    _check(temperature, top_k, top_p, logits.shape[-1])
+    if temperature == 0:
+        return logits.argmax(-1)
+    probs = filter_logits(logits.float() / temperature, top_k, top_p).softmax(-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
