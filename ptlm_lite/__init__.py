@@ -3,8 +3,10 @@
 Each model is a mask, a corruption and a head on top of the same few blocks. The chapters of the
 book import this package and display its code; nothing is defined twice.
 """
-from . import cache, data, exercises, generate, gpt, masks, tasks
+from . import bert, cache, corrupt, data, exercises, generate, gpt, masks, tasks
 from .attention import MultiHeadAttention, attention
+from .bert import (Bert, BertForMultipleChoice, BertForPreTraining, BertForSequenceClassification,
+                   BertForSpanExtraction)
 from .gpt import GPT, GPTForTask, pretrained_gpt
 from .config import PRESETS, Config, preset, register_preset
 from .layers import Block, Embeddings, FeedForward, sinusoidal_positions

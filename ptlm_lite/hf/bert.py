@@ -1,0 +1,107 @@
+"""Load Hugging Face BERT weights into :class:`ptlm_lite.bert.BertForPreTraining`.
+
+The two implementations compute the same function, so converting is a renaming of tensors::
+
+    bert.embeddings.word_embeddings              -> bert.embed.tok
+    bert.embeddings.position_embeddings          -> bert.embed.pos
+    bert.embeddings.token_type_embeddings        -> bert.embed.seg
+    bert.embeddings.LayerNorm                    -> bert.embed.ln
+    bert.encoder.layer.{i}.attention.self.query  -> bert.blocks.{i}.attn.q   (key -> k, value -> v)
+    bert.encoder.layer.{i}.attention.output.dense/LayerNorm -> bert.blocks.{i}.attn.o / ln1
+    bert.encoder.layer.{i}.intermediate.dense    -> bert.blocks.{i}.ff.fc1
+    bert.encoder.layer.{i}.output.dense/LayerNorm -> bert.blocks.{i}.ff.fc2 / ln2
+    bert.pooler.dense                            -> bert.pooler
+    cls.predictions.transform.dense/LayerNorm    -> mlm.dense / mlm.ln
+    cls.predictions.decoder (+ bias)             -> mlm.decoder   (weight tied to bert.embed.tok)
+    cls.seq_relationship                         -> nsp
+
+``tests/test_hf_bert.py`` builds ``BertForPreTraining`` from a tiny random config (no download) and
+checks that both give the same MLM and NSP logits. Chapter: ``chapters/bert.ipynb``.
+"""
+from __future__ import annotations
+
+import re
+
+import torch
+
+from ..bert import BERT_FIELDS, BertForPreTraining
+from ..config import Config
+
+__all__ = ["config_from_hf", "convert_state_dict", "from_hf", "from_pretrained_hf"]
+
+_RULES = [  # (Hugging Face name pattern, ptlm_lite name); applied in order, first match wins
+    (r"bert\.embeddings\.word_embeddings\.", "bert.embed.tok."),
+    (r"bert\.embeddings\.position_embeddings\.", "bert.embed.pos."),
+    (r"bert\.embeddings\.token_type_embeddings\.", "bert.embed.seg."),
+    (r"bert\.embeddings\.LayerNorm\.", "bert.embed.ln."),
+    (r"bert\.encoder\.layer\.(\d+)\.attention\.self\.query\.", r"bert.blocks.\1.attn.q."),
+    (r"bert\.encoder\.layer\.(\d+)\.attention\.self\.key\.", r"bert.blocks.\1.attn.k."),
+    (r"bert\.encoder\.layer\.(\d+)\.attention\.self\.value\.", r"bert.blocks.\1.attn.v."),
+    (r"bert\.encoder\.layer\.(\d+)\.attention\.output\.dense\.", r"bert.blocks.\1.attn.o."),
+    (r"bert\.encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.", r"bert.blocks.\1.ln1."),
+    (r"bert\.encoder\.layer\.(\d+)\.intermediate\.dense\.", r"bert.blocks.\1.ff.fc1."),
+    (r"bert\.encoder\.layer\.(\d+)\.output\.dense\.", r"bert.blocks.\1.ff.fc2."),
+    (r"bert\.encoder\.layer\.(\d+)\.output\.LayerNorm\.", r"bert.blocks.\1.ln2."),
+    (r"bert\.pooler\.dense\.", "bert.pooler."),
+    (r"cls\.predictions\.transform\.dense\.", "mlm.dense."),
+    (r"cls\.predictions\.transform\.LayerNorm\.", "mlm.ln."),
+    (r"cls\.predictions\.decoder\.", "mlm.decoder."),
+    (r"cls\.predictions\.bias$", "mlm.decoder.bias"),
+    (r"cls\.seq_relationship\.", "nsp."),
+]
+_SKIP = re.compile(r"position_ids$|token_type_ids$")  # buffers, not weights
+
+
+def config_from_hf(hf_config) -> Config:
+    """A ptlm_lite :class:`Config` with the sizes of a ``transformers.BertConfig``."""
+    act = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+    if hf_config.hidden_act not in act:
+        raise ValueError(f"hidden_act {hf_config.hidden_act!r} is not supported; known: {sorted(act)}")
+    return Config(**{**BERT_FIELDS,
+                     "vocab_size": hf_config.vocab_size, "d_model": hf_config.hidden_size,
+                     "n_layer": hf_config.num_hidden_layers, "n_head": hf_config.num_attention_heads,
+                     "d_ff": hf_config.intermediate_size, "max_len": hf_config.max_position_embeddings,
+                     "dropout": hf_config.hidden_dropout_prob, "activation": act[hf_config.hidden_act],
+                     "ln_eps": hf_config.layer_norm_eps, "n_segment": hf_config.type_vocab_size,
+                     "pad_id": hf_config.pad_token_id or 0})
+
+
+def convert_state_dict(hf_state: dict) -> dict:
+    """Rename a Hugging Face ``BertForPreTraining`` state dict to ptlm_lite's names."""
+    out = {}
+    for name, tensor in hf_state.items():
+        if _SKIP.search(name):
+            continue
+        for pattern, repl in _RULES:
+            new, hits = re.subn(pattern, repl, name)
+            if hits:
+                out[new] = tensor
+                break
+        else:
+            raise KeyError(f"no rule converts the Hugging Face tensor {name!r}")
+    return out
+
+
+def from_hf(hf_model) -> BertForPreTraining:
+    """A :class:`BertForPreTraining` holding the weights of a Hugging Face ``BertForPreTraining``."""
+    model = BertForPreTraining(config_from_hf(hf_model.config))
+    state = convert_state_dict(hf_model.state_dict())
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    # The decoder's matrix is the (tied) token embedding, which HF may or may not list twice.
+    missing = [m for m in missing if m != "mlm.decoder.weight"]
+    if missing or unexpected:
+        raise RuntimeError(f"weights do not match: missing {missing}, unexpected {unexpected}")
+    if not torch.equal(model.mlm.decoder.weight, model.bert.embed.tok.weight):
+        raise RuntimeError("the MLM decoder must be tied to the token embeddings")
+    return model.eval()
+
+
+def from_pretrained_hf(name: str = "bert-base-uncased") -> BertForPreTraining:
+    """Download a real checkpoint from the Hugging Face Hub (online only; never in tests)::
+
+        model = from_pretrained_hf("bert-base-uncased")   # 110M parameters, about 440 MB
+        tok = transformers.AutoTokenizer.from_pretrained("bert-base-uncased")
+    """
+    from transformers import BertForPreTraining as HFBertForPreTraining  # lazy: heavy import
+
+    return from_hf(HFBertForPreTraining.from_pretrained(name))

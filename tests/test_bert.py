@@ -1,0 +1,132 @@
+"""BERT: shapes of every head, the padding leak test, overfitting a batch, bad inputs."""
+import pytest
+import torch
+
+from ptlm_lite.bert import (BertForMultipleChoice, BertForPreTraining, BertForSequenceClassification,
+                            BertForSpanExtraction, best_span, mean_pool)
+from ptlm_lite.config import preset
+from ptlm_lite.corrupt import mlm_mask
+from ptlm_lite.train import count_parameters, train
+
+
+def config(**kw):
+    return preset("bert-tiny", vocab_size=120, d_model=32, n_head=4, d_ff=64, max_len=24, **kw)
+
+
+def inputs(B=3, T=10, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(7, 120, (B, T), generator=g)
+    ids[:, 0] = 2
+    ids[1, 6:] = 0  # padding
+    segments = torch.zeros_like(ids)
+    segments[:, 4:] = 1
+    segments[ids == 0] = 0
+    return ids, segments
+
+
+def test_paper_sizes():
+    # 110M and 340M in the paper; the exact counts are the chapter's subject
+    base = count_parameters(BertForPreTraining(preset("bert-base")).bert)
+    assert 109e6 < base < 111e6
+
+
+def test_pretraining_shapes_and_loss():
+    torch.manual_seed(0)
+    model = BertForPreTraining(config()).eval()
+    ids, segments = inputs()
+    targets = torch.full_like(ids, -100)
+    targets[:, 2] = ids[:, 2]
+    out = model(ids, segments, targets=targets, nsp_labels=torch.tensor([0, 1, 0]), return_attention=True)
+    assert out.logits.shape == (3, 120)  # with targets: only the 3 masked positions are scored
+    assert model(ids, segments).logits.shape == (3, 10, 120)
+    assert out.extra["nsp_logits"].shape == (3, 2)
+    assert torch.isclose(out.loss, out.extra["mlm_loss"] + out.extra["nsp_loss"])
+    assert len(out.attentions) == 2 and out.attentions[0].shape == (3, 4, 10, 10)
+    assert model.mlm.decoder.weight is model.bert.embed.tok.weight  # tied
+
+
+def test_padding_never_leaks():
+    """Change what sits in the padded positions: the real tokens' outputs must not move."""
+    torch.manual_seed(0)
+    model = BertForPreTraining(config()).eval()
+    ids, segments = inputs()
+    valid = ids != 0
+    other = ids.clone()
+    other[~valid] = torch.randint(7, 120, (int((~valid).sum()),))
+    with torch.no_grad():
+        a = model(ids, segments, valid)
+        b = model(other, segments, valid)
+    torch.testing.assert_close(a.logits[valid], b.logits[valid], atol=1e-6, rtol=0)
+    torch.testing.assert_close(a.extra["nsp_logits"], b.extra["nsp_logits"], atol=1e-6, rtol=0)
+
+
+def test_bidirectional():
+    """Unlike GPT, an early token sees a later one."""
+    torch.manual_seed(0)
+    model = BertForPreTraining(config()).eval()
+    ids, segments = inputs()
+    later = ids.clone()
+    later[0, 8] = 7 if ids[0, 8] != 7 else 8
+    with torch.no_grad():
+        assert not torch.allclose(model(ids, segments).logits[0, 1], model(later, segments).logits[0, 1])
+
+
+def test_fine_tuning_heads():
+    torch.manual_seed(0)
+    pre = BertForPreTraining(config())
+    ids, segments = inputs()
+    clf = BertForSequenceClassification.from_pretrained(pre, n_labels=3).eval()
+    assert torch.equal(clf.bert.embed.tok.weight, pre.bert.embed.tok.weight)
+    out = clf(ids, segments, labels=torch.tensor([0, 2, 1]))
+    assert out.logits.shape == (3, 3) and out.loss.ndim == 0
+
+    span = BertForSpanExtraction.from_pretrained(pre).eval()
+    out = span(ids, segments, start=torch.tensor([4, 4, 5]), end=torch.tensor([5, 5, 7]))
+    assert out.logits.shape == (3, 10, 2) and torch.isfinite(out.loss)
+    assert bool(torch.isinf(out.extra["start_logits"][1, 6:]).all())  # padding can't be an answer
+    s, e = best_span(out.extra["start_logits"], out.extra["end_logits"], allowed=segments == 1)
+    assert bool((s <= e).all()) and bool((segments.gather(1, s[:, None]) == 1).all())
+
+    mc = BertForMultipleChoice.from_pretrained(pre).eval()
+    ids4 = torch.stack([ids] * 4, 1)  # (B, C=4, T)
+    out = mc(ids4, torch.stack([segments] * 4, 1), labels=torch.tensor([0, 3, 1]))
+    assert out.logits.shape == (3, 4)
+
+
+def test_best_span_and_mean_pool():
+    start = torch.tensor([[-5., 5, 1, 0]])
+    end = torch.tensor([[9., 0, 1, 4]])  # the best end (0) comes before every good start
+    assert [t.item() for t in best_span(start, end)] == [1, 3]
+    h = torch.tensor([[[1.0], [3.0], [100.0]]])
+    assert mean_pool(h, torch.tensor([[True, True, False]])).item() == 2.0
+
+
+def test_overfit_one_batch():
+    torch.manual_seed(0)
+    model = BertForPreTraining(config(dropout=0.0))
+    ids, segments = inputs(B=4, T=12)
+    m = mlm_mask(ids, special_ids=[0, 1, 2, 3, 4], mask_id=4, vocab_size=120, p=0.3,
+                 generator=torch.Generator().manual_seed(0))
+    batch = {"ids": m.inputs, "segments": segments, "targets": m.targets,
+             "nsp_labels": torch.tensor([0, 1, 1, 0])}
+    hist = train(model, [batch], steps=150, lr=3e-3, progress=False)
+    assert hist.losses[-1] < 0.05 * hist.losses[0]
+
+
+def test_bad_inputs():
+    model = BertForPreTraining(config()).eval()
+    ids, segments = inputs()
+    with pytest.raises(ValueError, match="segments"):
+        model(ids, segments + 1)
+    with pytest.raises(ValueError, match="max_len"):
+        model(torch.ones(1, 30, dtype=torch.long))
+    with pytest.raises(TypeError, match="ids"):
+        model(ids.float())
+    with pytest.raises(ValueError, match="vocab_size"):
+        model(ids + 200)
+    with pytest.raises(TypeError, match="valid"):
+        model(ids, segments, valid=(ids != 0).long())
+    with pytest.raises(ValueError, match="n_segment"):
+        BertForPreTraining(preset("tiny"))
+    with pytest.raises(ValueError, match="\\(B, C, T\\)"):
+        BertForMultipleChoice(config())(ids)
