@@ -3,7 +3,7 @@
 Each model is a mask, a corruption and a head on top of the same few blocks. The chapters of the
 book import this package and display its code; nothing is defined twice.
 """
-from . import bert, cache, corrupt, data, exercises, generate, gpt, masks, tasks
+from . import bert, cache, corrupt, data, exercises, generate, gpt, icl, masks, tasks
 from .attention import MultiHeadAttention, attention
 from .bert import (Bert, BertForMultipleChoice, BertForPreTraining, BertForSequenceClassification,
                    BertForSpanExtraction)

@@ -1,0 +1,49 @@
+"""Synthetic in-context learning tasks: layout, families, the k-shot reading of a sequence."""
+import pytest
+import torch
+
+from ptlm_lite.gpt import IGNORE
+from ptlm_lite.icl import FAMILIES, SymbolTasks
+
+
+def test_layout_and_targets():
+    T = SymbolTasks(4, 3)
+    b = T.sequences(5, 6, "recall", torch.Generator().manual_seed(0))
+    assert b["ids"].shape == (5, 13) and T.vocab_size == 1 + 4 + 12
+    assert (b["ids"][:, 0] == T.BOS).all()
+    assert torch.equal(b["ids"][:, 1::2], T.query_token(b["x"]))
+    assert torch.equal(b["ids"][:, 2::2], T.answer_token(b["x"], b["y"]))
+    assert torch.equal(b["targets"][:, 1::2], b["ids"][:, 2::2])        # answers only
+    assert (b["targets"][:, 0::2] == IGNORE).all()
+
+
+def test_families_follow_their_rule_within_a_sequence():
+    T, g = SymbolTasks(8, 8), torch.Generator().manual_seed(1)
+    for fam in FAMILIES:
+        b = T.sequences(50, 20, fam, g)
+        for x, y in zip(b["x"], b["y"]):
+            table = {}
+            for xi, yi in zip(x.tolist(), y.tolist()):
+                assert table.setdefault(xi, yi) == yi                      # a function of x
+            if fam == "shift":
+                assert len({(yi - xi) % 8 for xi, yi in zip(x.tolist(), y.tolist())}) == 1
+            if fam == "reverse":
+                assert len({(yi + xi) % 8 for xi, yi in zip(x.tolist(), y.tolist())}) == 1
+    with pytest.raises(ValueError, match="family"):
+        T.mappings("nope", 1, g)
+
+
+def test_seen_prompt_names_and_label_logits():
+    T = SymbolTasks(3, 2)
+    b = T.sequences(20, 5, "recall", torch.Generator().manual_seed(2))
+    for x, s in zip(b["x"].tolist(), b["seen"].tolist()):
+        assert s == [x[i] in x[:i] for i in range(len(x))]
+    p = T.prompt([(0, 1), (2, 0)], 1)
+    assert T.token_names(p) == ["<s>", "x0", "x0→y1", "x2", "x2→y0", "x1"]
+    logits = torch.arange(T.vocab_size, dtype=torch.float).expand(2, -1)
+    got = T.label_logits(logits, torch.tensor([0, 2]))
+    assert torch.equal(got, torch.tensor([[4.0, 5.0], [8.0, 9.0]]))
+    seq = T.sequences(1, 4, "shift", torch.Generator().manual_seed(3))
+    k = 2                                                                  # the 2-shot prompt is a prefix
+    x, y = seq["x"][0].tolist(), seq["y"][0].tolist()
+    assert torch.equal(T.prompt(list(zip(x[:k], y[:k])), x[k]), seq["ids"][0, :2 * k + 2])
