@@ -319,45 +319,76 @@ def mean_pool(hidden, valid):
 
 
 # ----------------------------------------------------------------------------------------------
-# Pre-training on Shakespeare: the chapter's recipe, cached so that later chapters (WWM, RoBERTa,
-# ALBERT, ELECTRA) start from the same model: ``ptlm_lite.cache.get("bert-tiny-shakespeare")``.
+# Pre-training on Shakespeare + the synthetic world: the chapter's recipe, cached so that later
+# chapters (WWM, RoBERTa, ALBERT, ELECTRA) start from the same model:
+# ``ptlm_lite.cache.get("bert-tiny-shakespeare")``.
 
-PRETRAIN_VOCAB = 2000  # a WordPiece vocabulary trained on the training plays (no T5 sentinels)
+PRETRAIN_VOCAB = 1024  # a small WordPiece vocabulary trained on the training plays (no T5 sentinels)
+RECIPE_VERSION = "2"   # bump when the recipe below changes: the cache retrains
 
 
 def shakespeare_tokenizer():
-    """The WordPiece tokenizer of the BERT chapter (trained once, then loaded from the cache)."""
+    """The WordPiece tokenizer of the BERT chapter: 1,024 tokens trained on the training plays
+    (trained once, then loaded from the cache). A small vocabulary means every token is seen often
+    enough for a tiny model to learn it in a few hundred steps."""
     from .data import get_tokenizer
 
     return get_tokenizer("wordpiece", vocab_size=PRETRAIN_VOCAB, n_sentinels=0)
 
 
-def pretraining_batches(tok, *, batch_size: int = 32, max_len: int = 32, n_docs: int = 120,
-                        proportions=(0.8, 0.1, 0.1), p: float = 0.15, seed: int = 0,
-                        split: str = "train"):
-    """``step -> batch``: fresh NSP pairs from Shakespeare's scenes, freshly masked each step.
+def world_documents(seed: int = 0) -> list[list[str]]:
+    """The synthetic world's documents (``make_world(seed)``) as ordered lists of sentences."""
+    import re
 
-    A scene is a document of ordered sentences. Each step draws ``batch_size`` pairs (half with
-    a random second sentence), packs ``[CLS] A [SEP] B [SEP]`` into at most ``max_len`` tokens and
-    masks them; the generator is seeded by ``(seed, step)``, so a step's batch never changes
-    (Google's BERT masked each example once and stored it; RoBERTa's dynamic masking draws a new
-    corruption every time an example comes back, which is what happens here).
+    from .data import make_world
+
+    return [re.split(r"(?<=\.) ", d.text) for d in make_world(seed).documents]
+
+
+def pretraining_batches(tok, *, batch_size: int = 24, max_len: int = 32, n_docs: int = 120,
+                        proportions=(0.8, 0.1, 0.1), p: float = 0.15, seed: int = 0,
+                        split: str = "train", corpora=("shakespeare", "world")):
+    """``step -> batch``: fresh NSP pairs, half from Shakespeare's scenes and half from the synthetic
+    world's documents, freshly masked each step.
+
+    A document (a scene, or a world entity's short biography) is a list of ordered sentences. Each
+    step draws ``batch_size // len(corpora)`` pairs from each corpus (half with a random second
+    sentence from another document of the same corpus), packs ``[CLS] A [SEP] B [SEP]`` into at most
+    ``max_len`` tokens and masks them. Shakespeare alone is too hard for a tiny model in a few hundred
+    steps (it learns the token frequencies and little else); the world's regular sentences and facts
+    are learnable, as in the GPT chapter. ``split="validation"`` gives held-out plays and another
+    world (``make_world(1)``: other names, same kind of text). The generator is seeded by
+    ``(seed, step)``, so a step's batch never changes (Google's BERT masked each example once and
+    stored it; RoBERTa's dynamic masking draws a new corruption every time an example comes back,
+    which is what happens here).
     """
     from .corrupt import mlm_mask, nsp_pairs, pack_pairs
     from .data import documents
 
-    docs = documents(split, "sentence")[:n_docs]  # the first n_docs scenes of the split's plays
-    flat = tok.encode_batch([s for d in docs for s in d])
-    token_docs, i = [], 0
-    for d in docs:
-        token_docs.append([t for t in flat[i:i + len(d)] if t])
-        i += len(d)
+    unknown = set(corpora) - {"shakespeare", "world"}
+    if not corpora or unknown:
+        raise ValueError(f"corpora must be a non-empty subset of ('shakespeare', 'world'), got {corpora!r}")
+    if batch_size < len(corpora):
+        raise ValueError(f"batch_size must be at least {len(corpora)} (one pair per corpus), got {batch_size}")
+    texts = {"shakespeare": lambda: documents(split, "sentence")[:n_docs],  # the first n_docs scenes
+             "world": lambda: world_documents(0 if split == "train" else 1)}
+    all_docs = []
+    for name in corpora:
+        docs = texts[name]()
+        flat = tok.encode_batch([s for d in docs for s in d])
+        token_docs, i = [], 0
+        for d in docs:
+            token_docs.append([t for t in flat[i:i + len(d)] if t])
+            i += len(d)
+        all_docs.append(token_docs)
     ids = tok.special_ids
+    share = [batch_size // len(corpora)] * len(corpora)
+    share[0] += batch_size - sum(share)
 
     def batch(step: int) -> dict:
         g = torch.Generator().manual_seed(seed * 1_000_003 + step)
-        b = pack_pairs(nsp_pairs(token_docs, batch_size, generator=g), cls_id=ids["cls"],
-                       sep_id=ids["sep"], pad_id=ids["pad"], max_len=max_len)
+        pairs = [pair for docs, n in zip(all_docs, share) for pair in nsp_pairs(docs, n, generator=g)]
+        b = pack_pairs(pairs, cls_id=ids["cls"], sep_id=ids["sep"], pad_id=ids["pad"], max_len=max_len)
         m = mlm_mask(b["ids"], special_ids=tok.all_special_ids, mask_id=ids["mask"],
                      vocab_size=tok.vocab_size, p=p, proportions=proportions, generator=g)
         return {**b, "ids": m.inputs, "targets": m.targets}
@@ -365,20 +396,22 @@ def pretraining_batches(tok, *, batch_size: int = 32, max_len: int = 32, n_docs:
     return batch
 
 
-def pretrain(model, *, steps: int, batch_size: int = 32, max_len: int = 32, lr: float = 2e-3,
-             warmup: int = 20, proportions=(0.8, 0.1, 0.1), nsp: bool = True, seed: int = 0,
-             keep: tuple = (), tok=None, **train_kw):
-    """Pre-train ``model`` (a :class:`BertForPreTraining`) with MLM (+ NSP) on Shakespeare.
+def pretrain(model, *, steps: int, batch_size: int = 24, max_len: int = 32, lr: float = 5e-3,
+             warmup: int = 40, proportions=(0.8, 0.1, 0.1), nsp: bool = True, seed: int = 0,
+             keep: tuple = (), tok=None, corpora=("shakespeare", "world"), **train_kw):
+    """Pre-train ``model`` (a :class:`BertForPreTraining`) with MLM (+ NSP) on Shakespeare and the
+    synthetic world, half and half (:func:`pretraining_batches`).
 
-    Constant learning rate after ``warmup`` steps, so that a run of N steps is exactly the
-    first N steps of a longer run (the chapter compares ablations with an early checkpoint).
-    ``nsp=False`` drops the NSP loss (as RoBERTa does). ``keep``: steps whose weights are
-    copied into ``history.checkpoints[step]``. Returns the :class:`~ptlm_lite.train.History`.
+    Linear warm-up for ``warmup`` steps, then a constant learning rate, so that a run of N steps is
+    exactly the first N steps of a longer run (the chapter compares ablations with an early
+    checkpoint). The tiny model needs a high rate (5e-3) to get past the unigram plateau in a few
+    hundred steps. ``nsp=False`` drops the NSP loss (as RoBERTa does). ``keep``: steps whose weights
+    are copied into ``history.checkpoints[step]``. Returns the :class:`~ptlm_lite.train.History`.
     """
     from .train import train
 
     batches = pretraining_batches(tok or shakespeare_tokenizer(), batch_size=batch_size,
-                                  max_len=max_len, proportions=proportions, seed=seed)
+                                  max_len=max_len, proportions=proportions, seed=seed, corpora=corpora)
     get = batches if nsp else (lambda step: {k: v for k, v in batches(step).items() if k != "nsp_labels"})
     checkpoints = {}
 
@@ -392,25 +425,27 @@ def pretrain(model, *, steps: int, batch_size: int = 32, max_len: int = 32, lr: 
     return history
 
 
-PRETRAIN_STEPS = {"tiny": 160, "small": 3000}
+PRETRAIN_STEPS = {"tiny": 400, "small": 3000}
 
 
 def _train_tiny(model):
-    model.history = pretrain(model, steps=PRETRAIN_STEPS["tiny"], keep=(30, 80), progress=True)
+    model.history = pretrain(model, steps=PRETRAIN_STEPS["tiny"], keep=(100, 200), progress=True)
 
 
 def _train_small(model):
     model.history = pretrain(model, steps=PRETRAIN_STEPS["small"], batch_size=64, max_len=128,
-                             lr=1e-3, keep=(1500,), progress=True)
+                             lr=1e-3, warmup=200, keep=(1500,), progress=True)
 
 
 def _register_recipes():
     from . import cache
 
     cache.register("bert-tiny-shakespeare", BertForPreTraining,
-                   Config(**{**PRESETS["bert-tiny"], "vocab_size": PRETRAIN_VOCAB}), _train_tiny)
+                   Config(**{**PRESETS["bert-tiny"], "vocab_size": PRETRAIN_VOCAB}), _train_tiny,
+                   version=RECIPE_VERSION)
     cache.register("bert-small-shakespeare", BertForPreTraining,
-                   Config(**{**PRESETS["bert-small"], "vocab_size": PRETRAIN_VOCAB}), _train_small)
+                   Config(**{**PRESETS["bert-small"], "vocab_size": PRETRAIN_VOCAB}), _train_small,
+                   version=RECIPE_VERSION)
 
 
 _register_recipes()
