@@ -11,6 +11,15 @@ Two channels carry everything that differs between models:
 A query row whose mask allows no key at all (XLNet's first-predicted position, a fully padded
 example) gets zero weights and a zero output, never NaN.
 
+Speed (measured in ``benchmarks/bench_train.py``; every trick of the package is in this file):
+
+* the mask stays the single source of truth, but a mask that *is* the causal triangle, or that
+  allows everything, is handed to the fused kernel as ``is_causal=True`` / no mask, so it is not
+  read at all (and the causal kernel skips the blocks above the diagonal);
+* :func:`fast_dropout` draws four dropout decisions from each 64-bit random number instead of one
+  ``bernoulli_`` call per element, several times faster on a CPU. Attention-weight dropout is
+  done with it on the written-out path, because PyTorch's fused CPU kernel cannot drop out.
+
 Introduced in ``chapters/transformer.ipynb``.
 """
 from __future__ import annotations
@@ -21,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["attention", "MultiHeadAttention", "check_mask"]
+__all__ = ["attention", "MultiHeadAttention", "check_mask", "fast_dropout", "Dropout"]
 
 
 def check_mask(mask: torch.Tensor, Tq: int, Tk: int, name: str = "mask") -> torch.Tensor:
@@ -47,6 +56,41 @@ def check_mask(mask: torch.Tensor, Tq: int, Tk: int, name: str = "mask") -> torc
     return mask
 
 
+def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tensor:
+    """Inverted dropout, ``F.dropout(x, p, training)`` with cheaper random numbers.
+
+    Each element is kept with probability 1 - p and scaled by 1 / (1 - p). ``F.dropout`` on a CPU
+    calls ``bernoulli_``: one random draw per element. Here each 64-bit random number is cut into
+    four 16-bit quarters, each compared with a threshold: a quarter of the draws, and the saved
+    mask is one byte per element. p is rounded to a multiple of 1/65536 (0.1 -> 0.0999908).
+    Not a chapter's topic: every model trains with it (measured in ``benchmarks/README.md``).
+    """
+    if not training or p == 0.0:
+        return x
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"dropout probability must be in [0, 1), got {p!r}")
+    n = x.numel()
+    bits = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device).random_(-2**63, None)  # all 64 bits
+    quarters = bits.view(torch.int16)[:n].view(x.shape)          # uniform on [-32768, 32767]
+    keep = quarters >= round(p * 65536) - 32768                  # True with probability 1 - p
+    return x * keep * (1.0 / (1.0 - p))
+
+
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` drawing its random numbers as :func:`fast_dropout` does (same ``p``, same
+    behaviour in ``train()`` / ``eval()``)."""
+
+    def forward(self, x):
+        return fast_dropout(x, self.p, self.training)
+
+
+def _is_causal(mask: torch.Tensor) -> bool:
+    """True if ``mask`` is exactly ``masks.causal_mask(T)``: a (T, T) lower triangle."""
+    T = mask.shape[-1]
+    return (mask.dim() == 2 and mask.shape[0] == T
+            and torch.equal(mask, torch.ones(T, T, dtype=torch.bool, device=mask.device).tril()))
+
+
 def attention(q, k, v, mask=None, bias=None, dropout: float = 0.0, return_weights: bool = False):
     """Scaled dot-product attention over heads.
 
@@ -67,15 +111,21 @@ def attention(q, k, v, mask=None, bias=None, dropout: float = 0.0, return_weight
     if bias is not None and bias.dtype == torch.bool:
         raise TypeError("bias must be a float tensor added to the logits; pass boolean masks as mask=")
 
-    if not return_weights:
+    p = dropout
+    if not return_weights and (p == 0.0 or q.device.type != "cpu"):
         # The fused kernel (flash / memory-efficient / math) when nobody needs the weights.
+        # The same mask, said faster: the causal triangle as is_causal, all-True as no mask.
+        is_causal = bias is None and mask is not None and _is_causal(mask)
+        if is_causal or (mask is not None and bool(mask.all())):
+            mask = None
         attn_mask = mask
         if bias is not None:
             attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=is_causal)
         weights = None
     else:
-        # The same computation written out, for pictures and for reading.
+        # The same computation written out, for pictures and for reading; also for dropout on a
+        # CPU, where the fused kernel cannot drop out and would fall back to this anyway.
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Tq, Tk)
         if bias is not None:
             scores = scores + bias
@@ -84,7 +134,7 @@ def attention(q, k, v, mask=None, bias=None, dropout: float = 0.0, return_weight
         weights = scores.softmax(dim=-1)
         if empty_rows is not None:
             weights = weights.masked_fill(empty_rows, 0.0)
-        out = F.dropout(weights, p=dropout) @ v  # (B, H, Tq, dh)
+        out = fast_dropout(weights, p) @ v  # (B, H, Tq, dh)
     if empty_rows is not None:
         out = out.masked_fill(empty_rows, 0.0)
     return out, weights

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import Dropout, MultiHeadAttention  # Dropout: nn.Dropout, cheaper random numbers
 from .config import Config
 
 __all__ = ["sinusoidal_positions", "Embeddings", "FeedForward", "Block", "ACTIVATIONS"]
@@ -57,7 +57,7 @@ class Embeddings(nn.Module):
         else:
             self.register_buffer("pe", sinusoidal_positions(config.max_len, config.d_model), persistent=False)
         self.seg = nn.Embedding(config.n_segment, config.d_model) if config.n_segment else None
-        self.drop = nn.Dropout(config.dropout)
+        self.drop = Dropout(config.dropout)
 
     def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None, offset: int = 0):
         if ids.dtype not in (torch.int64, torch.int32) or ids.dim() != 2:
@@ -113,7 +113,7 @@ class Block(nn.Module):
         self.ln_cross = nn.LayerNorm(D, eps=eps) if cross else None
         self.ff = FeedForward(config)
         self.ln2 = nn.LayerNorm(D, eps=eps)
-        self.drop = nn.Dropout(config.dropout)
+        self.drop = Dropout(config.dropout)
 
     def sublayer(self, x, norm, f):
         """Add & Norm around one sublayer ``f``: the only place pre-LN and post-LN differ."""
