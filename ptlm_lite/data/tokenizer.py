@@ -272,7 +272,23 @@ def train_tokenizer(kind: str, texts: Iterable[str], vocab_size: int = 8000,
                                           max_piece_length=12, shrinking_factor=0.5,
                                           n_sub_iterations=1)
     hf.train_from_iterator(texts, trainer=trainer)
+    if kind in ("wordpiece", "bpe"):
+        hf = _canonical_ids(hf, len(specials))
     return Tokenizer(kind, n_sentinels, hf=hf)
+
+
+def _canonical_ids(hf, n_special: int):
+    """Same corpus, same ids. The trainers number the alphabet in hash-map order, which changes
+    from run to run (the token set does not); renumber every non-special token in sorted order.
+    WordPiece and BPE look tokens up by string, so only the ids change."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    data = json.loads(hf.to_str())
+    vocab = data["model"]["vocab"]
+    special = [t for t, i in sorted(vocab.items(), key=lambda kv: kv[1]) if i < n_special]
+    rest = sorted(t for t, i in vocab.items() if i >= n_special)
+    data["model"]["vocab"] = {t: i for i, t in enumerate(special + rest)}
+    return HFTokenizer.from_str(json.dumps(data))
 
 
 def _corpus_texts(corpus: str) -> list[str]:
