@@ -218,7 +218,23 @@ def _outdated_when_assets_change(app, env, added, changed, removed):
     return []
 
 
+def _fonts_next_to_pages(app, exception) -> None:
+    """Some widgets (sliders) make the widget manager's CSS ask for its icon fonts at
+    ``<page folder>/@jupyter-widgets/<hash>.woff2``, whatever require.js is told: put a copy there."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    fonts = [f for f in VENDOR.iterdir() if f.suffix in FONT_SUFFIXES]
+    folders = {p.parent for p in out.rglob("*.html") if not p.relative_to(out).parts[0].startswith("_")}
+    for folder in folders:
+        target = folder / "@jupyter-widgets"
+        target.mkdir(exist_ok=True)
+        for f in fonts:
+            shutil.copyfile(f, target / f.name)
+
+
 def setup(app):
+    app.connect("build-finished", _fonts_next_to_pages)
     app.connect("builder-inited", lambda app: _check_assets(app))
     app.connect("env-get-outdated", _outdated_when_assets_change)
     app.connect("html-page-context", _dedupe_inline_scripts, priority=900)
