@@ -62,49 +62,48 @@ def pages_with(site, marker: str) -> list[str]:
     return [p for p in PAGES if marker in (site / p).read_text(encoding="utf-8")]
 
 
-def test_every_stepper_changes_what_is_shown(browser, base_url, site):
-    moved = 0
-    for path in pages_with(site, "ptlm-stepper"):
+def each_element(browser, base_url, site, marker: str, selector: str):
+    """Yield ``(path, visit, i, element)`` for every element matching ``selector`` on the pages
+    that mention ``marker``; each page is opened once and closed after its elements."""
+    for path in pages_with(site, marker):
         page, visit = open_page(browser, base_url, path)
         try:
-            steppers = page.locator(".ptlm-stepper")
-            for i in range(steppers.count()):
-                s = steppers.nth(i)
-                s.scroll_into_view_if_needed()
-                before = s.evaluate(SIGNATURE)
-                how = move(s)
-                page.wait_for_timeout(150)
-                after = s.evaluate(SIGNATURE)
-                assert after != before, f"{path}: stepper {i}: {how}, but the view did not change"
-                moved += 1
-            assert not visit.errors, f"{path}: errors while moving steppers: {visit.errors}"
+            found = page.locator(selector)
+            for i in range(found.count()):
+                yield path, visit, i, found.nth(i)
         finally:
             page.context.close()
+
+
+def test_every_stepper_changes_what_is_shown(browser, base_url, site):
+    moved = 0
+    for path, visit, i, s in each_element(browser, base_url, site, "ptlm-stepper", ".ptlm-stepper"):
+        s.scroll_into_view_if_needed()
+        before = s.evaluate(SIGNATURE)
+        how = move(s)
+        s.page.wait_for_timeout(150)
+        after = s.evaluate(SIGNATURE)
+        assert after != before, f"{path}: stepper {i}: {how}, but the view did not change"
+        assert not visit.errors, f"{path}: errors while moving steppers: {visit.errors}"
+        moved += 1
     assert moved > 0, "no stepper found in the book (book/widgets.ipynb shows several)"
 
 
 def test_bertviz_renders_its_tokens(browser, base_url, site):
     checked = 0
-    for path in pages_with(site, "ptlm-bertviz"):
-        page, visit = open_page(browser, base_url, path)
-        try:
-            views = page.locator(".ptlm-bertviz")
-            for i in range(views.count()):
-                v = views.nth(i)
-                script = v.locator("script").first.text_content()
-                params = json.loads(re.search(r"const params = (\{.*?\});", script, re.S).group(1))
-                tokens = {t.strip() for d in params["attention"] for t in d["left_text"]}
-                v.locator("svg text").first.wait_for(timeout=10_000)
-                if "ptlm-bertviz-model" in (v.get_attribute("class") or ""):
-                    # the model view draws thumbnails; a click on one shows that head with its tokens
-                    v.evaluate("""el => Array.from(el.querySelectorAll('svg rect'))
-                        .find(r => r.style.opacity === '0')
-                        .dispatchEvent(new MouseEvent('click', {bubbles: true}))""")
-                drawn = {t.strip() for t in v.locator("svg text").all_text_contents()}
-                assert tokens <= drawn, f"{path}: bertviz view {i} lacks tokens {tokens - drawn}"
-                checked += 1
-        finally:
-            page.context.close()
+    for path, _, i, v in each_element(browser, base_url, site, "ptlm-bertviz", ".ptlm-bertviz"):
+        script = v.locator("script").first.text_content()
+        params = json.loads(re.search(r"const params = (\{.*?\});", script, re.S).group(1))
+        tokens = {t.strip() for d in params["attention"] for t in d["left_text"]}
+        v.locator("svg text").first.wait_for(timeout=10_000)
+        if "ptlm-bertviz-model" in (v.get_attribute("class") or ""):
+            # the model view draws thumbnails; a click on one shows that head with its tokens
+            v.evaluate("""el => Array.from(el.querySelectorAll('svg rect'))
+                .find(r => r.style.opacity === '0')
+                .dispatchEvent(new MouseEvent('click', {bubbles: true}))""")
+        drawn = {t.strip() for t in v.locator("svg text").all_text_contents()}
+        assert tokens <= drawn, f"{path}: bertviz view {i} lacks tokens {tokens - drawn}"
+        checked += 1
     assert checked > 0, "no bertviz view found in the book (book/widgets.ipynb shows two)"
 
 
@@ -115,31 +114,24 @@ def visible_rows(table):
 
 def test_comparison_tables_filter_and_sort(browser, base_url, site):
     checked = 0
-    for path in pages_with(site, "ptlm-table"):
-        page, visit = open_page(browser, base_url, path)
-        try:
-            tables = page.locator(".ptlm-table")
-            for i in range(tables.count()):
-                t = tables.nth(i)
-                t.scroll_into_view_if_needed()
-                rows = visible_rows(t)
-                term = t.locator("tbody tr").first.locator("td").first.inner_text().strip()
-                t.locator("input.ptlm-filter").fill(term)
-                kept = visible_rows(t)
-                assert 0 < len(kept) <= len(rows) and all(term.lower() in r.lower() for r in kept)
-                assert t.locator(".ptlm-count").inner_text() == f"{len(kept)} of {len(rows)} rows"
-                t.locator("input.ptlm-filter").fill("no row says this 0x9f")
-                assert visible_rows(t) == []
-                t.locator("input.ptlm-filter").fill("")
-                assert len(visible_rows(t)) == len(rows)
-                # sorting: a click sorts by the column, a second click reverses the order
-                header = t.locator("thead th").first
-                header.click()
-                up = t.locator("tbody tr td:first-child").all_inner_texts()
-                header.click()
-                down = t.locator("tbody tr td:first-child").all_inner_texts()
-                assert down == up[::-1] and sorted(up) == sorted(down)
-                checked += 1
-        finally:
-            page.context.close()
+    for path, _, i, t in each_element(browser, base_url, site, "ptlm-table", ".ptlm-table"):
+        t.scroll_into_view_if_needed()
+        rows = visible_rows(t)
+        term = t.locator("tbody tr").first.locator("td").first.inner_text().strip()
+        t.locator("input.ptlm-filter").fill(term)
+        kept = visible_rows(t)
+        assert 0 < len(kept) <= len(rows) and all(term.lower() in r.lower() for r in kept)
+        assert t.locator(".ptlm-count").inner_text() == f"{len(kept)} of {len(rows)} rows"
+        t.locator("input.ptlm-filter").fill("no row says this 0x9f")
+        assert visible_rows(t) == []
+        t.locator("input.ptlm-filter").fill("")
+        assert len(visible_rows(t)) == len(rows)
+        # sorting: a click sorts by the column, a second click reverses the order
+        header = t.locator("thead th").first
+        header.click()
+        up = t.locator("tbody tr td:first-child").all_inner_texts()
+        header.click()
+        down = t.locator("tbody tr td:first-child").all_inner_texts()
+        assert down == up[::-1] and sorted(up) == sorted(down)
+        checked += 1
     assert checked > 0, "no comparison table found in the book (book/widgets.ipynb shows one)"
