@@ -2,16 +2,51 @@
 
 Each model is a mask, a corruption and a head on top of the same few blocks. The chapters of the
 book import this package and display its code; nothing is defined twice.
-"""
-from . import bert, cache, corrupt, data, exercises, generate, gpt, icl, masks, tasks
-from .attention import MultiHeadAttention, attention
-from .bert import (Bert, BertForMultipleChoice, BertForPreTraining, BertForSequenceClassification,
-                   BertForSpanExtraction)
-from .gpt import GPT, GPTForTask, pretrained_gpt
-from .config import PRESETS, Config, preset, register_preset
-from .layers import Block, Embeddings, FeedForward, sinusoidal_positions
-from .source import show_source
-from .train import History, auto_device, count_parameters, lr_schedule, set_seed, train
-from .transformer import Output, Transformer, label_smoothed_loss
 
-__version__ = "0.1.0"
+Submodules and names load on first use (``import ptlm_lite as P; P.GPT`` imports ``ptlm_lite.gpt``
+then), so a chapter imports only the modules it uses, and ``scripts/execute.py`` re-executes a
+chapter only when one of those modules changed.
+"""
+from __future__ import annotations
+
+import importlib
+
+from . import runtime as _runtime
+
+__version__ = "0.2.0"
+
+# name -> module that defines it (the public surface; kept small and stable)
+_NAMES = {
+    "attention": "attention", "MultiHeadAttention": "attention",
+    "Config": "config", "PRESETS": "config", "preset": "config", "register_preset": "config",
+    "Block": "layers", "Embeddings": "layers", "FeedForward": "layers", "sinusoidal_positions": "layers",
+    "Stack": "stack", "Memory": "stack",
+    "Output": "output", "IGNORE": "output",
+    "Transformer": "transformer", "label_smoothed_loss": "transformer",
+    "GPT": "gpt", "GPTForTask": "gpt",
+    "Bert": "bert", "BertForPreTraining": "bert", "BertForSequenceClassification": "bert",
+    "BertForSpanExtraction": "bert", "BertForMultipleChoice": "bert",
+    "show_source": "source",
+    "History": "train", "auto_device": "train", "count_parameters": "train", "lr_schedule": "train",
+    "set_seed": "train", "train": "train",
+}
+_MODULES = {"attention", "bert", "cache", "config", "corrupt", "data", "exercises", "generate", "gpt", "hf",
+            "icl", "layers", "masks", "output", "recipes", "runtime", "source", "stack", "tasks", "train",
+            "transformer", "viz", "finetune", "suite", "verdict"}
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    elif name in _MODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'ptlm_lite' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_NAMES) | _MODULES)
