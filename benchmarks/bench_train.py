@@ -37,14 +37,15 @@ import time
 
 import torch
 
-from ptlm_lite.bert import BERT_FIELDS, PRETRAIN_VOCAB, BertForPreTraining
+from ptlm_lite.bert import BERT_FIELDS, BertForPreTraining
+from ptlm_lite.recipes.bert import VOCAB as PRETRAIN_VOCAB
 from ptlm_lite.config import PRESETS, Config
 from ptlm_lite.corrupt import mlm_mask
 from ptlm_lite.gpt import GPT
 from ptlm_lite.hf.bert import convert_state_dict
 from ptlm_lite.hf.gpt import from_hf as gpt_from_hf
 
-GPT_VOCAB = 1024                # the GPT chapters' byte-level BPE (ptlm_lite.gpt.shakespeare_tokenizer)
+GPT_VOCAB = 1024                # the GPT chapters' byte-level BPE (ptlm_lite.recipes.gpt.tokenizer)
 BERT_VOCAB = PRETRAIN_VOCAB     # the BERT chapter's WordPiece
 MLM_P = 0.15                        # BERT's masking rate
 

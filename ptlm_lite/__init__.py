@@ -12,12 +12,15 @@ from __future__ import annotations
 import importlib
 
 from . import runtime as _runtime
+# A function with its module's name is bound now: importing the submodule later would not rebind it.
+from .attention import attention
+from .train import train
 
 __version__ = "0.2.0"
 
 # name -> module that defines it (the public surface; kept small and stable)
 _NAMES = {
-    "attention": "attention", "MultiHeadAttention": "attention",
+    "MultiHeadAttention": "attention",
     "Config": "config", "PRESETS": "config", "preset": "config", "register_preset": "config",
     "Block": "layers", "Embeddings": "layers", "FeedForward": "layers", "sinusoidal_positions": "layers",
     "Stack": "stack", "Memory": "stack",
@@ -28,13 +31,13 @@ _NAMES = {
     "BertForSpanExtraction": "bert", "BertForMultipleChoice": "bert",
     "show_source": "source",
     "History": "train", "auto_device": "train", "count_parameters": "train", "lr_schedule": "train",
-    "set_seed": "train", "train": "train",
+    "set_seed": "train",
 }
 _MODULES = {"attention", "bert", "cache", "config", "corrupt", "data", "exercises", "generate", "gpt", "hf",
             "icl", "layers", "masks", "output", "recipes", "runtime", "source", "stack", "tasks", "train",
             "transformer", "viz", "finetune", "suite", "verdict"}
 
-__all__ = sorted(_NAMES)
+__all__ = sorted(_NAMES) + ["attention", "train"]
 
 
 def __getattr__(name: str):

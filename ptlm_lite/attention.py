@@ -91,6 +91,19 @@ def _is_causal(mask: torch.Tensor) -> bool:
             and torch.equal(mask, torch.ones(T, T, dtype=torch.bool, device=mask.device).tril()))
 
 
+def _check_qkv(q, k, v) -> None:
+    """Clear errors for tensors that cannot attend to each other (instead of a shape error in torch)."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or t.dim() != 4 or not t.is_floating_point():
+            raise ValueError(f"{name} must be a float tensor of shape (B, H, T, d_head), got "
+                             + (f"{t.dtype} of shape {tuple(t.shape)}" if isinstance(t, torch.Tensor) else type(t).__name__))
+    if k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(f"k and v must have the same (B, H, Tk), got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    if q.shape[-1] != k.shape[-1] or q.shape[:2] != k.shape[:2]:
+        raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} must agree on B, H and d_head: "
+                         f"q is (B, H, Tq, d_head), k is (B, H, Tk, d_head)")
+
+
 def attention(q, k, v, mask=None, bias=None, dropout: float = 0.0, return_weights: bool = False):
     """Scaled dot-product attention over heads.
 
@@ -99,6 +112,7 @@ def attention(q, k, v, mask=None, bias=None, dropout: float = 0.0, return_weight
     Returns ``(out, weights)``: out is (B, H, Tq, dh); weights is (B, H, Tq, Tk) if
     ``return_weights`` else None.
     """
+    _check_qkv(q, k, v)
     Tq, Tk = q.shape[-2], k.shape[-2]
     empty_rows = None
     if mask is not None:
@@ -143,8 +157,17 @@ def attention(q, k, v, mask=None, bias=None, dropout: float = 0.0, return_weight
 class MultiHeadAttention(nn.Module):
     """h heads, each attending in its own d_model/h-dimensional subspace, then concatenated.
 
-    ``forward(x, context=None, ...)``: self-attention when ``context`` is None, otherwise queries
-    from ``x`` and keys/values from ``context`` (encoder-decoder "cross" attention).
+    ``forward(x, context=None, mask=None, bias=None, return_weights=False, cache=None)``: queries
+    from ``x`` (B, Tq, D); keys and values from ``context`` (B, Tk, D), which defaults to ``x``
+    (self-attention). A context is the encoder output (cross-attention), a Transformer-XL memory
+    followed by ``x``, or XLNet's content stream read by its query stream.
+
+    The query, key and value projections are one ``(3·D, D)`` matrix, ``qkv``: self-attention
+    computes all three with one matmul (faster; its rows are W_Q, W_K, W_V stacked).
+
+    ``attend`` is the one method a variant overrides to change how scores are made: relative
+    positions (Transformer-XL, XLNet, T5) add a bias computed from q and k; LSH attention (Reformer)
+    adds a mask of hash buckets. Everything still goes through :func:`attention`.
 
     ``cache``: a dict kept between calls during generation (GPT chapter). The keys and values of
     earlier positions are stored under ``"k"``/``"v"`` as ``(B, H, T_past, dh)`` and the new ones are
@@ -156,25 +179,40 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         if d_model % n_head != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_head ({n_head})")
-        self.n_head, self.dropout = n_head, dropout
-        self.q = nn.Linear(d_model, d_model, bias=bias)
-        self.k = nn.Linear(d_model, d_model, bias=bias)
-        self.v = nn.Linear(d_model, d_model, bias=bias)
+        self.d_model, self.n_head, self.dropout = d_model, n_head, dropout
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)  # W_Q; W_K; W_V
         self.o = nn.Linear(d_model, d_model, bias=bias)
 
     def split(self, x):  # (B, T, D) -> (B, H, T, D/H)
         B, T, D = x.shape
         return x.view(B, T, self.n_head, D // self.n_head).transpose(1, 2)
 
+    def project(self, x, context=None):
+        """q from x; k, v from context (default x). (B, T, D) -> three (B, H, T, dh)."""
+        D = self.d_model
+        if context is None:  # self-attention: one matmul for all three
+            q, k, v = self.qkv(x).split(D, dim=-1)
+        else:
+            w, b = self.qkv.weight, self.qkv.bias
+            q = F.linear(x, w[:D], None if b is None else b[:D])
+            k, v = F.linear(context, w[D:], None if b is None else b[D:]).split(D, dim=-1)
+        return self.split(q), self.split(k), self.split(v)
+
+    def attend(self, q, k, v, mask=None, bias=None, return_weights=False):
+        """The hook: (B, H, Tq, dh), (B, H, Tk, dh) x2 -> (out (B, H, Tq, dh), weights)."""
+        p = self.dropout if self.training else 0.0
+        return attention(q, k, v, mask=mask, bias=bias, dropout=p, return_weights=return_weights)
+
     def forward(self, x, context=None, mask=None, bias=None, return_weights=False, cache=None):
-        context = x if context is None else context
-        q, k, v = self.split(self.q(x)), self.split(self.k(context)), self.split(self.v(context))
+        for name, t in (("x", x), ("context", context)):
+            if t is not None and (t.dim() != 3 or t.shape[-1] != self.d_model):
+                raise ValueError(f"{name} must be (B, T, d_model={self.d_model}), got shape {tuple(t.shape)}")
+        q, k, v = self.project(x, context)
         if cache is not None:  # generation: prepend the keys/values of earlier positions
             if "k" in cache:
                 k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)  # (B, H, Tk, dh)
             cache["k"], cache["v"] = k, v
-        p = self.dropout if self.training else 0.0
-        out, weights = attention(q, k, v, mask=mask, bias=bias, dropout=p, return_weights=return_weights)
+        out, weights = self.attend(q, k, v, mask=mask, bias=bias, return_weights=return_weights)
         B, H, T, dh = out.shape
         out = out.transpose(1, 2).reshape(B, T, H * dh)  # (B, T, D): concatenate the heads
         return self.o(out), weights

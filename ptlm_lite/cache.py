@@ -44,6 +44,7 @@ from safetensors.torch import load_model, save_model
 ENV_VAR = "PTLM_CACHE"
 DEFAULT_ALLOWED_PREFIXES = ("ptlm_lite.",)
 FORMAT = "ptlm_lite.checkpoint/1"
+DEFAULT_CONFIG_CLS = "ptlm_lite.config.Config"  # the config class of an entry that names none
 LOCK_TIMEOUT_S = 3600  # a waiting process gives up after an hour: the trainer must have died
 
 
@@ -239,8 +240,10 @@ def _try_load(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module | None:
         return None  # never written, or a write was interrupted before its commit
     try:
         info = _read_meta(meta, weights)
-        if info["model_cls"] != _class_path(r.model_cls) or info["config"] != _config_dict(r.config):
-            raise RuntimeError("its class or config differs from the recipe")
+        if (info["model_cls"] != _class_path(r.model_cls)
+                or info.get("config_cls", DEFAULT_CONFIG_CLS) != _class_path(type(r.config))
+                or info["config"] != _config_dict(r.config)):
+            raise RuntimeError("its model class, config class or config differs from the recipe")
         model = r.model_cls(r.config)
         load_model(model, str(weights), strict=True)
     except Exception as err:  # any damage: rebuild rather than trust it
@@ -276,8 +279,7 @@ def load_checkpoint(meta_path: str | Path,
     weights = meta.with_suffix(".safetensors")  # entries are always a .json/.safetensors pair
     info = _read_meta(meta, weights)
     model_cls = _import_class(info["model_cls"], allowed_prefixes)
-    config_cls = _import_class(info["config_cls"], allowed_prefixes)
-    model = model_cls(config_cls(**info["config"]))
+    model = model_cls(_config_from_meta(info, allowed_prefixes))
     load_model(model, str(weights), strict=True)
     return model.eval()
 
@@ -293,6 +295,20 @@ def _class_path(obj) -> str:
 def _config_dict(config) -> dict:
     # A JSON round trip turns tuples into lists; compare and store the JSON form throughout.
     return json.loads(json.dumps(dataclasses.asdict(config), sort_keys=True, default=str))
+
+
+def _config_from_meta(info: dict, allowed_prefixes: tuple[str, ...]):
+    """Rebuild the config an entry was trained with: its class (a family's Config subclass, or
+    any dataclass under ``allowed_prefixes``) from ``config_cls``, its values from ``config``.
+
+    An entry without ``config_cls`` holds a plain :class:`ptlm_lite.config.Config`. Fields added
+    to the class since the entry was written take their defaults (which keep old behaviour).
+    """
+    config_cls = _import_class(info.get("config_cls", DEFAULT_CONFIG_CLS), allowed_prefixes)
+    if not (isinstance(config_cls, type) and dataclasses.is_dataclass(config_cls)):
+        raise RuntimeError(f"config class {info.get('config_cls')!r} is not a dataclass")
+    from_dict = getattr(config_cls, "from_dict", None)  # Config's names unknown fields; validates
+    return from_dict(info["config"]) if from_dict else config_cls(**info["config"])
 
 
 def _import_class(path: str, allowed_prefixes: tuple[str, ...]) -> type:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["filter_logits", "sample_next"]
+__all__ = ["filter_logits", "sample_next", "generate"]
 
 
 def _check(temperature, top_k, top_p, vocab_size: int) -> None:
@@ -48,3 +48,42 @@ def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | Non
         return logits.argmax(-1)
     probs = filter_logits(logits.float() / temperature, top_k, top_p).softmax(-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+@torch.no_grad()
+def generate(model, ids, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
+             top_p: float | None = None, generator: torch.Generator | None = None, use_cache: bool = True):
+    """Continue ``ids`` (B, T) by ``max_new_tokens`` tokens with a decoder-only ``model``
+    (:class:`~ptlm_lite.gpt.GPT`); returns (B, T + max_new_tokens).
+
+    ``temperature=0`` is greedy decoding; otherwise sample from softmax(logits / temperature),
+    restricted to the ``top_k`` most likely tokens and/or the smallest set whose probability
+    reaches ``top_p`` (nucleus sampling). Pass a seeded ``torch.Generator`` to get the same text
+    twice. With ``use_cache`` each step feeds only the new token and reuses the keys and values of
+    the earlier ones; once the text outgrows ``max_len`` the model sees only the last ``max_len``
+    tokens (the cache starts over).
+    """
+    L = model.config.max_len
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[1] < 1:
+        raise ValueError(f"ids must be a (B, T) tensor with T >= 1, got shape {tuple(getattr(ids, 'shape', ()))}")
+    if ids.shape[1] > L:
+        raise ValueError(f"ids (the prompt) has {ids.shape[1]} tokens, longer than the context "
+                         f"max_len={L}: keep its last {L} tokens")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}")
+    _check(temperature, top_k, top_p, model.config.vocab_size)
+    was_training = model.training
+    model.eval()
+    cache, pending = (model.new_cache() if use_cache else None), ids
+    for _ in range(max_new_tokens):
+        if cache is None:
+            logits = model(ids[:, -L:]).logits
+        else:
+            if model.cache_len(cache) + pending.shape[1] > L:   # the window slides: start over
+                cache, pending = model.new_cache(), ids[:, -L:]
+            logits = model(pending, cache=cache).logits
+        nxt = sample_next(logits[:, -1], temperature, top_k, top_p, generator)  # (B,)
+        ids = torch.cat([ids, nxt[:, None]], dim=1)
+        pending = nxt[:, None]
+    model.train(was_training)
+    return ids

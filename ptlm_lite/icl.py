@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .gpt import IGNORE
+from .output import IGNORE
 
 __all__ = ["FAMILIES", "SymbolTasks"]
 

@@ -18,7 +18,7 @@ from torch import nn
 from .attention import Dropout, MultiHeadAttention  # Dropout: nn.Dropout, cheaper random numbers
 from .config import Config
 
-__all__ = ["sinusoidal_positions", "Embeddings", "FeedForward", "Block", "ACTIVATIONS"]
+__all__ = ["sinusoidal_positions", "check_ids", "Embeddings", "FeedForward", "Block", "ACTIVATIONS"]
 
 ACTIVATIONS = {
     "relu": F.relu,
@@ -41,27 +41,40 @@ def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:
     return pe
 
 
+def check_ids(ids, vocab_size: int, name: str = "ids") -> None:
+    """A clear error unless ``ids`` is a (B, T) integer tensor of token ids in [0, vocab_size)."""
+    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32) or ids.dim() != 2:
+        raise TypeError(f"{name} must be a (B, T) integer tensor of token ids, got "
+                        + (f"{ids.dtype} of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor)
+                           else type(ids).__name__))
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(f"{name} must be in [0, vocab_size={vocab_size}), got values in "
+                         f"[{int(ids.min())}, {int(ids.max())}]: was the text encoded with another tokenizer?")
+
+
 class Embeddings(nn.Module):
     """Token + position (+ segment) embeddings, then dropout.
 
     ``scale=True`` multiplies token embeddings by √d_model, as the 2017 Transformer does so that they
-    are not drowned by the fixed-size sinusoids.
+    are not drowned by the fixed-size sinusoids. ``config.d_embed`` (ALBERT, ELECTRA) makes the
+    tables narrower than the model, ``d_embed < d_model``, and adds one projection up to d_model.
     """
 
     def __init__(self, config: Config, scale: bool = False):
         super().__init__()
-        self.config, self.scale = config, math.sqrt(config.d_model) if scale else 1.0
-        self.tok = nn.Embedding(config.vocab_size, config.d_model)
+        E = config.d_embed or config.d_model
+        self.config, self.scale = config, math.sqrt(E) if scale else 1.0
+        self.tok = nn.Embedding(config.vocab_size, E)
         if config.pos == "learned":
-            self.pos = nn.Embedding(config.max_len, config.d_model)
+            self.pos = nn.Embedding(config.max_len, E)
         else:
-            self.register_buffer("pe", sinusoidal_positions(config.max_len, config.d_model), persistent=False)
-        self.seg = nn.Embedding(config.n_segment, config.d_model) if config.n_segment else None
+            self.register_buffer("pe", sinusoidal_positions(config.max_len, E), persistent=False)
+        self.seg = nn.Embedding(config.n_segment, E) if config.n_segment else None
+        self.proj = nn.Linear(E, config.d_model) if E != config.d_model else None  # factorised: V×E + E×D
         self.drop = Dropout(config.dropout)
 
     def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None, offset: int = 0):
-        if ids.dtype not in (torch.int64, torch.int32) or ids.dim() != 2:
-            raise TypeError(f"ids must be a (B, T) integer tensor, got {ids.dtype} of shape {tuple(ids.shape)}")
+        check_ids(ids, self.config.vocab_size)
         B, T = ids.shape
         if offset + T > self.config.max_len:
             raise ValueError(
@@ -74,10 +87,14 @@ class Embeddings(nn.Module):
         if self.seg is not None:
             if segments is None:
                 segments = torch.zeros_like(ids)
+            elif segments.shape != ids.shape:
+                raise ValueError(f"segments must have the shape of ids {tuple(ids.shape)}, got {tuple(segments.shape)}")
             elif int(segments.min()) < 0 or int(segments.max()) >= self.config.n_segment:
                 raise ValueError(f"segments must be in [0, {self.config.n_segment}), got values "
                                  f"{sorted(set(segments.unique().tolist()))}")
             x = x + self.seg(segments)
+        if self.proj is not None:
+            x = self.proj(x)
         return self.drop(x)  # (B, T, D)
 
 
@@ -97,22 +114,31 @@ class FeedForward(nn.Module):
 class Block(nn.Module):
     """Self-attention (+ cross-attention in a decoder) + feed-forward, each with Add & Norm.
 
-    ``forward(x, mask, context=None, context_mask=None, bias=None, return_attention=False)`` returns
-    ``(x, (self_weights, cross_weights))``; the weights are None unless asked for. ``cache`` (a dict,
-    see :class:`~ptlm_lite.attention.MultiHeadAttention`) keeps self-attention keys/values between
-    generation steps.
+    ``forward(x, mask=None, bias=None, memory=None, context=None, context_mask=None, cache=None,
+    return_attention=False)`` returns ``(x, (self_weights, cross_weights))``; the weights are None
+    unless asked for.
+
+    * ``memory`` (B, M, D): states that self-attention reads as extra keys and values in front of
+      ``x`` (Transformer-XL's previous segment; XLNet's content stream for its query stream). The
+      mask then has M + T columns: ``masks.causal_mask(T, memory=M)``.
+    * ``context`` (B, S, D) and ``context_mask``: what cross-attention reads (the encoder output).
+    * ``cache``: keys/values kept between generation steps (see :class:`MultiHeadAttention`).
+
+    The attention and norm classes are arguments: T5 passes ``nn.RMSNorm``, Transformer-XL a
+    subclass of :class:`MultiHeadAttention` with relative positions.
     """
 
-    def __init__(self, config: Config, cross: bool = False):
+    def __init__(self, config: Config, cross: bool = False, attention: type = MultiHeadAttention,
+                 norm: type = nn.LayerNorm):
         super().__init__()
         D, eps = config.d_model, config.ln_eps
         self.pre_norm = config.pre_norm
-        self.attn = MultiHeadAttention(D, config.n_head, config.dropout)
-        self.ln1 = nn.LayerNorm(D, eps=eps)
-        self.cross = MultiHeadAttention(D, config.n_head, config.dropout) if cross else None
-        self.ln_cross = nn.LayerNorm(D, eps=eps) if cross else None
+        self.attn = attention(D, config.n_head, config.dropout)
+        self.ln1 = norm(D, eps=eps)
+        self.cross = attention(D, config.n_head, config.dropout) if cross else None
+        self.ln_cross = norm(D, eps=eps) if cross else None
         self.ff = FeedForward(config)
-        self.ln2 = nn.LayerNorm(D, eps=eps)
+        self.ln2 = norm(D, eps=eps)
         self.drop = Dropout(config.dropout)
 
     def sublayer(self, x, norm, f):
@@ -123,11 +149,14 @@ class Block(nn.Module):
         y, w = f(x)
         return norm(x + self.drop(y)), w
 
-    def forward(self, x, mask=None, context=None, context_mask=None, bias=None, return_attention=False,
-                cache=None):
-        x, w_self = self.sublayer(x, self.ln1, lambda h: self.attn(h, mask=mask, bias=bias,
-                                                                   return_weights=return_attention,
-                                                                   cache=cache))
+    def forward(self, x, mask=None, bias=None, memory=None, context=None, context_mask=None, cache=None,
+                return_attention=False):
+        kv = None
+        if memory is not None:  # keys and values: the memory, then x itself
+            kv = torch.cat([memory, x], dim=1)                 # (B, M + T, D)
+            kv = self.ln1(kv) if self.pre_norm else kv          # normalised like the queries
+        x, w_self = self.sublayer(x, self.ln1, lambda h: self.attn(
+            h, context=kv, mask=mask, bias=bias, return_weights=return_attention, cache=cache))
         w_cross = None
         if self.cross is not None:
             if context is None:

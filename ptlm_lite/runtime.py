@@ -23,7 +23,8 @@ def threads_policy(cpus: int | None = None) -> int:
         if not env.isdigit() or int(env) < 1:
             raise ValueError(f"PTLM_THREADS must be a positive integer, got {env!r}")
         return int(env)
-    cpus = cpus or len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, cpus - 1) if cpus <= 4 else cpus
 
 

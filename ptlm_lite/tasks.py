@@ -14,6 +14,8 @@ import random
 
 import torch
 
+from .output import IGNORE
+
 __all__ = ["CharVocab", "DateTask"]
 
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
@@ -94,7 +96,8 @@ class DateTask:
             s_ids, t_ids = v.encode(s), [v.bos_id] + v.encode(t) + [v.eos_id]
             src[i, :len(s_ids)] = torch.tensor(s_ids)
             tgt[i, :len(t_ids)] = torch.tensor(t_ids)
-        return {"src": src, "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:]}
+        tgt_out = tgt[:, 1:].masked_fill(tgt[:, 1:] == v.pad_id, IGNORE)  # padding does not count
+        return {"src": src, "tgt_in": tgt[:, :-1], "tgt_out": tgt_out}
 
     def batch(self, n: int, rng: random.Random, split: str = "train") -> dict:
         return self.encode_pairs([self.sample(rng, split) for _ in range(n)])

@@ -1,42 +1,30 @@
 """The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017).
 
-    source ──Embeddings──► N × Block(self-attention, full mask over real tokens) ──► memory
-    target ──Embeddings──► N × Block(causal self-attention, cross-attention to memory) ──► logits
+    source ──Embeddings──► encoder Stack(padding mask) ──► memory
+    target ──Embeddings──► decoder Stack(causal ∧ padding mask, cross-attention to memory) ──► logits
 
 The three masks are the model: padding (encoder), causal ∧ padding (decoder self-attention) and
 cross (decoder queries see every real source token). Everything else is shared with every other
-model in the book (:mod:`ptlm_lite.layers`).
+model in the book (:mod:`ptlm_lite.stack`, :mod:`ptlm_lite.layers`). Targets use the book's one
+ignore index, ``IGNORE`` = −100, for padding.
 
 Chapter: ``chapters/transformer.ipynb``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from . import masks
 from .config import Config
-from .layers import Block, Embeddings
+from .layers import Embeddings
+from .output import IGNORE, Output, check_targets
+from .stack import Model, Stack
 
-__all__ = ["Transformer", "Output", "label_smoothed_loss"]
-
-
-@dataclass
-class Output:
-    """What a model returns. Unpacks like nanoGPT's contract: ``logits, loss = model(...)``."""
-    logits: torch.Tensor
-    loss: torch.Tensor | None = None
-    attentions: dict | list | None = None
-    extra: dict = field(default_factory=dict)
-
-    def __iter__(self):
-        return iter((self.logits, self.loss))
+__all__ = ["Transformer", "label_smoothed_loss"]
 
 
-def label_smoothed_loss(logits, targets, eps: float = 0.0, ignore_index: int = -100):
+def label_smoothed_loss(logits, targets, eps: float = 0.0, ignore_index: int = IGNORE):
     """Cross-entropy against a target distribution with 1-ε on the right token and ε spread over all.
 
         loss = (1 - ε) · (-log p[y]) + ε · mean_v(-log p[v])
@@ -45,6 +33,7 @@ def label_smoothed_loss(logits, targets, eps: float = 0.0, ignore_index: int = -
     perplexity but helps BLEU. Equal to ``F.cross_entropy(..., label_smoothing=ε)`` (a test checks).
     logits: (N, V), targets: (N,); positions equal to ``ignore_index`` do not count.
     """
+    check_targets(targets, logits.shape[-1])
     logp = logits.float().log_softmax(dim=-1)
     keep = targets != ignore_index
     logp, targets = logp[keep], targets[keep]
@@ -53,16 +42,15 @@ def label_smoothed_loss(logits, targets, eps: float = 0.0, ignore_index: int = -
     return ((1.0 - eps) * nll + eps * smooth).mean()
 
 
-class Transformer(nn.Module):
+class Transformer(Model):
     """Encoder-decoder with one shared vocabulary; ``tie_weights`` shares the embedding matrix
     between source, target and the output projection (the paper's three-way tying)."""
 
-    def __init__(self, config: Config):
-        super().__init__()
-        self.config = config
+    def __init__(self, config: Config, seed: int | None = None):
+        super().__init__(config, seed)
         self.embed = Embeddings(config, scale=True)
-        self.encoder = nn.ModuleList(Block(config) for _ in range(config.n_layer))
-        self.decoder = nn.ModuleList(Block(config, cross=True) for _ in range(config.n_layer))
+        self.encoder = Stack(config)
+        self.decoder = Stack(config, cross=True)
         # Pre-LN leaves the residual stream un-normalised: one final LayerNorm per stack.
         self.ln_enc = nn.LayerNorm(config.d_model, eps=config.ln_eps) if config.pre_norm else nn.Identity()
         self.ln_dec = nn.LayerNorm(config.d_model, eps=config.ln_eps) if config.pre_norm else nn.Identity()
@@ -80,39 +68,34 @@ class Transformer(nn.Module):
         elif isinstance(m, nn.Embedding):
             nn.init.normal_(m.weight, std=m.embedding_dim ** -0.5)
 
-    def encode(self, src, return_attention=False):
+    def encode(self, src, mask=None, return_attention=False):
         """src: (B, S) ids -> memory (B, S, D), src_valid (B, S), encoder attentions."""
         src_valid = src != self.config.pad_id
-        mask = masks.padding_mask(src_valid)  # (B, 1, S): nobody attends to padding
-        x, attns = self.embed(src), []
-        for block in self.encoder:
-            x, (w, _) = block(x, mask=mask, return_attention=return_attention)
-            attns.append(w)
-        return self.ln_enc(x), src_valid, attns
+        if mask is None:
+            mask = masks.padding_mask(src_valid)  # (B, 1, S): nobody attends to padding
+        out = self.encoder(self.embed(src), mask=mask, return_attention=return_attention)
+        return self.ln_enc(out.x), src_valid, out.attentions
 
-    def decode(self, tgt, memory, src_valid, return_attention=False):
+    def decode(self, tgt, memory, src_valid, mask=None, return_attention=False):
         """tgt: (B, T) ids (starting with BOS) -> logits (B, T, V), self and cross attentions."""
-        T = tgt.shape[1]
-        self_mask = masks.combine(masks.causal_mask(T, device=tgt.device),       # (T, T)
-                                  masks.padding_mask(tgt != self.config.pad_id))  # (B, 1, T)
-        cross = masks.cross_mask(src_valid, T)                                  # (B, T, S)
-        x, self_attns, cross_attns = self.embed(tgt), [], []
-        for block in self.decoder:
-            x, (w_self, w_cross) = block(x, mask=self_mask, context=memory, context_mask=cross,
-                                         return_attention=return_attention)
-            self_attns.append(w_self)
-            cross_attns.append(w_cross)
-        return self.head(self.ln_dec(x)), self_attns, cross_attns
+        if mask is None:
+            mask = masks.combine(masks.causal_mask(tgt.shape[1], device=tgt.device),  # (T, T)
+                                 masks.padding_mask(tgt != self.config.pad_id))        # (B, 1, T)
+        cross = masks.cross_mask(src_valid, tgt.shape[1])                              # (B, T, S)
+        out = self.decoder(self.embed(tgt), mask=mask, context=memory, context_mask=cross,
+                           return_attention=return_attention)
+        return self.head(self.ln_dec(out.x)), out.attentions, out.cross
 
     def forward(self, src, tgt_in, tgt_out=None, return_attention=False) -> Output:
         """Teacher forcing: ``tgt_in`` is the target shifted right (BOS first), ``tgt_out`` the
-        target itself; padding in ``tgt_out`` does not count towards the loss."""
-        memory, src_valid, enc = self.encode(src, return_attention)
-        logits, dec, cross = self.decode(tgt_in, memory, src_valid, return_attention)
+        target itself, ``IGNORE`` (−100) where it does not count (padding)."""
+        memory, src_valid, enc = self.encode(src, return_attention=return_attention)
+        logits, dec, cross = self.decode(tgt_in, memory, src_valid, return_attention=return_attention)
         loss = None
         if tgt_out is not None:
-            loss = label_smoothed_loss(logits.flatten(0, 1), tgt_out.flatten(),
-                                       self.config.label_smoothing, ignore_index=self.config.pad_id)
+            if tgt_out.shape != tgt_in.shape:
+                raise ValueError(f"tgt_out must have the shape of tgt_in {tuple(tgt_in.shape)}, got {tuple(tgt_out.shape)}")
+            loss = label_smoothed_loss(logits.flatten(0, 1), tgt_out.flatten(), self.config.label_smoothing)
         attentions = {"encoder": enc, "decoder": dec, "cross": cross} if return_attention else None
         return Output(logits, loss, attentions)
 

@@ -1,17 +1,30 @@
 """Execute chapters in place, storing outputs and widget state, so the book builds from them.
 
-    python scripts/execute.py                 # every notebook in _toc.yml whose inputs changed
-    python scripts/execute.py --all           # every notebook, stale or not
+    python scripts/execute.py                 # every notebook in _toc.yml that is stale
+    python scripts/execute.py --all           # every notebook in _toc.yml, stale or not
     python scripts/execute.py chapters/gpt.ipynb [...]   # these, whatever their state
+    python scripts/execute.py --check [...]   # list the stale ones and why; exit 1 if any
 
-A notebook is stale when the hash of its code cells plus the whole ptlm_lite package differs from
-the hash stored in its metadata when it was last executed. Execution runs offline in a fresh kernel
-(nbclient stores the widget state that the static book needs) and fails loudly on any error: the
-notebook file is replaced only after a successful run (written to a temporary file, then renamed).
+A notebook is stale when its own code changed or a ptlm_lite module that it actually imported
+changed. After a successful run the kernel is asked which ptlm_lite modules it loaded (the package
+loads its submodules lazily, so that is what the chapter used, plus ptlm_lite/__init__.py and
+ptlm_lite/runtime.py, which are always imported); the notebook's metadata["ptlm_book"] records
+
+    code_hash   hash of the cells' types and sources
+    modules     {module name: sha256 of its file, 16 hex digits}, only files inside ptlm_lite/
+    seconds     how long the run took
+
+and the notebook is stale when the code hash differs, when a recorded module's file changed or is
+gone, or when there is no such record (old metadata with only an input_hash is stale once).
+
+Execution runs offline in a fresh kernel (nbclient stores the widget state that the static book
+needs) and fails loudly on any error: the notebook file is replaced only after a successful run
+(written to a temporary file, then renamed).
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import os
@@ -22,7 +35,17 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = "ptlm_lite"   # the package whose modules are tracked; its directory is ROOT / PACKAGE
 KEY = "ptlm_book"
+
+# Evaluated in the chapter's kernel after its last cell: {module name: file} for the package's
+# modules in sys.modules (a submodule imported by a module is there too).
+_PROBE = ("__import__('json').dumps({_n: getattr(_m, '__file__', None) for _n, _m in "
+          "list(__import__('sys').modules.items()) if _n == %(p)r or _n.startswith(%(p)r + '.')})")
+
+
+def package_dir() -> pathlib.Path:
+    return (ROOT / PACKAGE).resolve()
 
 
 def toc_notebooks() -> list[pathlib.Path]:
@@ -35,30 +58,110 @@ def toc_notebooks() -> list[pathlib.Path]:
     return sorted(set(out))
 
 
-def package_hash() -> str:
+def code_hash(nb: dict) -> str:
     h = hashlib.sha256()
-    for f in sorted((ROOT / "ptlm_lite").rglob("*.py")):
+    for cell in nb["cells"]:
+        h.update(cell["cell_type"].encode())
+        src = cell["source"]
+        h.update((src if isinstance(src, str) else "".join(src)).encode())
+    return h.hexdigest()[:16]
+
+
+def file_hash(path: pathlib.Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def module_file(name: str) -> pathlib.Path | None:
+    """The file in this repository that module `name` (PACKAGE or PACKAGE.x.y) loads from, if any."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = package_dir().joinpath(*parts[1:])
+    for f in (base / "__init__.py", base.with_suffix(".py")):   # a package wins over a module
+        if f.is_file():
+            return f
+    return None
+
+
+def module_hashes(files: dict[str, str | None]) -> dict[str, str]:
+    """{name: file} reported by the kernel -> {name: hash} for the files inside the package dir."""
+    pkg = package_dir()
+    out, outside = {}, []
+    for name, file in sorted(files.items()):
+        if not file:
+            continue                                # namespace package, builtin: nothing to hash
+        f = pathlib.Path(file).resolve()
+        if f.is_file() and f.is_relative_to(pkg):
+            out[name] = file_hash(f)
+        else:
+            outside.append(f"{name} ({file})")
+    if outside:
+        print(f"execute: warning: not tracked, loaded from outside {pkg}: {', '.join(outside)}",
+              file=sys.stderr)
+    return out
+
+
+def stale_reasons(path: pathlib.Path) -> list[str]:
+    """Why `path` must be re-executed; empty when it is up to date."""
+    nb = json.loads(path.read_text())
+    rec = nb.get("metadata", {}).get(KEY, {})
+    if "code_hash" not in rec or not isinstance(rec.get("modules"), dict):
+        return ["old record: whole-package hash" if "input_hash" in rec else "no execution record"]
+    reasons = []
+    if rec["code_hash"] != code_hash(nb):
+        reasons.append("code changed")
+    changed, removed = [], []
+    for name, digest in sorted(rec["modules"].items()):
+        f = module_file(name)
+        if f is None:
+            removed.append(name)
+        elif file_hash(f) != digest:
+            changed.append(name)
+    if changed:
+        reasons.append(f"{', '.join(changed)} changed")
+    if removed:
+        reasons.append(f"{', '.join(removed)} removed")
+    return reasons
+
+
+def is_stale(path: pathlib.Path) -> bool:
+    return bool(stale_reasons(path))
+
+
+def package_hash() -> str:
+    """Hash of the whole package. No longer decides staleness; kept for older callers."""
+    h = hashlib.sha256()
+    for f in sorted(package_dir().rglob("*.py")):
         h.update(str(f.relative_to(ROOT)).encode())
         h.update(f.read_bytes())
     return h.hexdigest()
 
 
-def input_hash(nb: dict, pkg: str) -> str:
-    h = hashlib.sha256(pkg.encode())
-    for cell in nb["cells"]:
-        h.update(cell["cell_type"].encode())
-        h.update("".join(cell["source"]).encode())
-    return h.hexdigest()[:16]
-
-
-def is_stale(path: pathlib.Path, pkg: str) -> bool:
-    nb = json.loads(path.read_text())
-    return nb.get("metadata", {}).get(KEY, {}).get("input_hash") != input_hash(nb, pkg)
-
-
-def execute(path: pathlib.Path, pkg: str, timeout: int = 600) -> float:
-    import nbformat
+def _run(nb, path: pathlib.Path, timeout: int) -> dict[str, str | None]:
+    """Execute every cell of `nb` in one fresh kernel; return the package modules it loaded."""
     from nbclient import NotebookClient
+
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    with client.setup_kernel():              # owns the kernel: shut down when this block ends
+        client.execute(cleanup_kc=False)     # every cell, language_info, widget state; raises on error
+        # Ask the same kernel, before it shuts down, which modules it loaded: a silent request with a
+        # user expression adds no cell, no output and no execution count to the notebook.
+        msg_id = client.kc.execute("", silent=True, store_history=False,
+                                   user_expressions={"modules": _PROBE % {"p": PACKAGE}})
+        reply = client.wait_for_reply(msg_id)
+    result = ((reply or {}).get("content", {}).get("user_expressions") or {}).get("modules", {})
+    if result.get("status") != "ok":
+        raise RuntimeError(f"execute: could not list the kernel's {PACKAGE} modules: {result}")
+    return json.loads(ast.literal_eval(result["data"]["text/plain"]))
+
+
+def execute(path: pathlib.Path, _unused=None, timeout: int = 600) -> float:
+    """Execute `path` in place and record its staleness metadata; return the seconds it took.
+
+    The second argument (formerly the package hash) is ignored; it is accepted for older callers.
+    """
+    import nbformat
 
     nb = nbformat.read(path, as_version=4)
     env_before = dict(os.environ)
@@ -67,44 +170,58 @@ def execute(path: pathlib.Path, pkg: str, timeout: int = 600) -> float:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     start = time.perf_counter()
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        files = _run(nb, path, timeout)
     finally:
         os.environ.clear()
         os.environ.update(env_before)
     seconds = time.perf_counter() - start
-    nb.metadata.setdefault(KEY, {})
-    nb.metadata[KEY]["input_hash"] = input_hash(nb, pkg)
-    nb.metadata[KEY]["seconds"] = round(seconds, 1)
+    rec = nb.metadata.setdefault(KEY, {})
+    rec.pop("input_hash", None)                            # the old whole-package record
+    rec["code_hash"] = code_hash(nb)
+    rec["modules"] = module_hashes(files)
+    rec["seconds"] = round(seconds, 1)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".ipynb.tmp")
-    with os.fdopen(fd, "w") as f:
-        nbformat.write(nb, f)
-    os.chmod(tmp, 0o644)  # mkstemp makes files private; a notebook is not
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as f:
+            nbformat.write(nb, f)
+        os.chmod(tmp, 0o644)  # mkstemp makes files private; a notebook is not
+        os.replace(tmp, path)
+    except BaseException:
+        pathlib.Path(tmp).unlink(missing_ok=True)
+        raise
     return seconds
+
+
+def _rel(p: pathlib.Path) -> str:
+    try:
+        return str(p.relative_to(ROOT))
+    except ValueError:
+        return str(p)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("notebooks", nargs="*", type=pathlib.Path)
+    ap.add_argument("notebooks", nargs="*", type=pathlib.Path,
+                    help="execute these (with --check: check these) instead of _toc.yml's")
     ap.add_argument("--all", action="store_true", help="execute every notebook in _toc.yml")
-    ap.add_argument("--check", action="store_true", help="only list stale notebooks; exit 1 if any")
+    ap.add_argument("--check", action="store_true",
+                    help="only list stale notebooks and why; exit 1 if any")
     args = ap.parse_args(argv)
-    pkg = package_hash()
-    if args.notebooks:
-        todo = [p.resolve() for p in args.notebooks]
-    else:
-        todo = [p for p in toc_notebooks() if args.all or is_stale(p, pkg)]
+    candidates = [p.resolve() for p in args.notebooks] if args.notebooks else toc_notebooks()
+    reasons = {p: stale_reasons(p) for p in candidates}
     if args.check:
-        for p in todo:
-            print(f"stale: {p.relative_to(ROOT)}")
-        return 1 if todo else 0
+        stale = [p for p in candidates if reasons[p]]
+        for p in stale:
+            print(f"stale: {_rel(p)} ({'; '.join(reasons[p])})")
+        return 1 if stale else 0
+    todo = candidates if (args.notebooks or args.all) else [p for p in candidates if reasons[p]]
     if not todo:
         print("execute: every notebook is up to date")
     for p in todo:
-        print(f"execute: {p.relative_to(ROOT)} ...", flush=True)
-        s = execute(p, pkg)
-        print(f"execute: {p.relative_to(ROOT)} done in {s:.1f} s", flush=True)
+        why = "; ".join(reasons[p]) or "up to date, executed as asked"
+        print(f"execute: {_rel(p)} ({why}) ...", flush=True)
+        s = execute(p)
+        print(f"execute: {_rel(p)} done in {s:.1f} s", flush=True)
     return 0
 
 

@@ -105,7 +105,7 @@ def test_tied_weights_and_gpt2_residual_init():
     big = GPT(gpt_config("gpt2-tiny", vocab_size=50, n_layer=8, d_model=128, d_ff=512))
     std = big.blocks[0].attn.o.weight.std().item()
     assert abs(std - 0.02 / 4) < 0.001  # 0.02 / sqrt(2 * 8)
-    assert abs(big.blocks[0].attn.q.weight.std().item() - 0.02) < 0.002
+    assert abs(big.blocks[0].attn.qkv.weight.std().item() - 0.02) < 0.002
     post = GPT(gpt_config("gpt-tiny", vocab_size=50, n_layer=8, d_model=128, d_ff=512))
     assert abs(post.blocks[0].attn.o.weight.std().item() - 0.02) < 0.002
     assert isinstance(post.ln_f, torch.nn.Identity) and isinstance(big.ln_f, torch.nn.LayerNorm)
@@ -209,7 +209,8 @@ def test_log_likelihood_of_padded_continuations():
 
 @pytest.mark.parametrize("mode, C, n_out", [("classify", 1, 3), ("sum", 2, 3), ("choice", 4, 1)])
 def test_task_head_shapes_and_auxiliary_loss(mode, C, n_out):
-    from ptlm_lite.gpt import GPTForTask, collate_task, task_inputs
+    from ptlm_lite.gpt import GPTForTask
+    from ptlm_lite.recipes.gpt import collate_task, task_inputs
     torch.manual_seed(0)
     gpt = GPT(gpt_config("gpt-tiny", vocab_size=50, dropout=0.0))
     enc = lambda s: [10 + (ord(ch) % 30) for ch in s]  # noqa: E731

@@ -1,4 +1,5 @@
-"""Load Hugging Face BERT weights into :class:`ptlm_lite.bert.BertForPreTraining`.
+"""Load Hugging Face BERT weights (``BertForPreTraining``, ``BertForMaskedLM`` or ``BertModel``) into
+:class:`ptlm_lite.bert.BertForPreTraining`.
 
 The two implementations compute the same function, so converting is a renaming of tensors::
 
@@ -6,7 +7,7 @@ The two implementations compute the same function, so converting is a renaming o
     bert.embeddings.position_embeddings          -> bert.embed.pos
     bert.embeddings.token_type_embeddings        -> bert.embed.seg
     bert.embeddings.LayerNorm                    -> bert.embed.ln
-    bert.encoder.layer.{i}.attention.self.query  -> bert.blocks.{i}.attn.q   (key -> k, value -> v)
+    bert.encoder.layer.{i}.attention.self.query/key/value -> bert.blocks.{i}.attn.qkv  (stacked)
     bert.encoder.layer.{i}.attention.output.dense/LayerNorm -> bert.blocks.{i}.attn.o / ln1
     bert.encoder.layer.{i}.intermediate.dense    -> bert.blocks.{i}.ff.fc1
     bert.encoder.layer.{i}.output.dense/LayerNorm -> bert.blocks.{i}.ff.fc2 / ln2
@@ -16,7 +17,9 @@ The two implementations compute the same function, so converting is a renaming o
     cls.seq_relationship                         -> nsp
 
 ``tests/test_hf_bert.py`` builds ``BertForPreTraining`` from a tiny random config (no download) and
-checks that both give the same MLM and NSP logits. Chapter: ``chapters/bert.ipynb``.
+checks that both give the same MLM and NSP logits. A checkpoint without the NSP head or the pooler
+(``BertForMaskedLM``) loads too: those layers keep their fresh initialisation, and ``from_hf`` says
+which were missing in ``model.hf_missing``. Chapter: ``chapters/bert.ipynb``.
 """
 from __future__ import annotations
 
@@ -34,9 +37,7 @@ _RULES = [  # (Hugging Face name pattern, ptlm_lite name); applied in order, fir
     (r"bert\.embeddings\.position_embeddings\.", "bert.embed.pos."),
     (r"bert\.embeddings\.token_type_embeddings\.", "bert.embed.seg."),
     (r"bert\.embeddings\.LayerNorm\.", "bert.embed.ln."),
-    (r"bert\.encoder\.layer\.(\d+)\.attention\.self\.query\.", r"bert.blocks.\1.attn.q."),
-    (r"bert\.encoder\.layer\.(\d+)\.attention\.self\.key\.", r"bert.blocks.\1.attn.k."),
-    (r"bert\.encoder\.layer\.(\d+)\.attention\.self\.value\.", r"bert.blocks.\1.attn.v."),
+    (r"bert\.encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.", r"bert.blocks.\1.attn.\2."),
     (r"bert\.encoder\.layer\.(\d+)\.attention\.output\.dense\.", r"bert.blocks.\1.attn.o."),
     (r"bert\.encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.", r"bert.blocks.\1.ln1."),
     (r"bert\.encoder\.layer\.(\d+)\.intermediate\.dense\.", r"bert.blocks.\1.ff.fc1."),
@@ -67,8 +68,11 @@ def config_from_hf(hf_config) -> Config:
 
 
 def convert_state_dict(hf_state: dict) -> dict:
-    """Rename a Hugging Face ``BertForPreTraining`` state dict to ptlm_lite's names."""
+    """Rename a Hugging Face ``BertForPreTraining`` / ``BertForMaskedLM`` state dict to ptlm_lite's
+    names (a headless ``BertModel``'s names get the ``bert.`` prefix), stacking query, key and value."""
     out = {}
+    if not any(k.startswith("bert.") for k in hf_state):  # BertModel: no prefix
+        hf_state = {f"bert.{k}": v for k, v in hf_state.items()}
     for name, tensor in hf_state.items():
         if _SKIP.search(name):
             continue
@@ -79,16 +83,26 @@ def convert_state_dict(hf_state: dict) -> dict:
                 break
         else:
             raise KeyError(f"no rule converts the Hugging Face tensor {name!r}")
+    for key in [k for k in out if ".attn.query." in k]:  # W_Q, W_K, W_V stacked: one (3D, D) matrix
+        stem, leaf = key.split(".attn.query.")
+        out[f"{stem}.attn.qkv.{leaf}"] = torch.cat([out.pop(f"{stem}.attn.{n}.{leaf}") for n in ("query", "key", "value")])
     return out
 
 
+_OPTIONAL = ("bert.pooler.", "nsp.", "mlm.")  # heads a checkpoint may lack (MaskedLM: no pooler/NSP)
+
+
 def from_hf(hf_model) -> BertForPreTraining:
-    """A :class:`BertForPreTraining` holding the weights of a Hugging Face ``BertForPreTraining``."""
+    """A :class:`BertForPreTraining` holding the weights of a Hugging Face ``BertForPreTraining``,
+    ``BertForMaskedLM`` or ``BertModel``, in eval mode. Heads the checkpoint lacks keep their fresh
+    initialisation and are listed in ``model.hf_missing``; a missing encoder weight is an error."""
     model = BertForPreTraining(config_from_hf(hf_model.config))
     state = convert_state_dict(hf_model.state_dict())
     missing, unexpected = model.load_state_dict(state, strict=False)
     # The decoder's matrix is the (tied) token embedding, which HF may or may not list twice.
     missing = [m for m in missing if m != "mlm.decoder.weight"]
+    model.hf_missing = sorted({m.rsplit(".", 1)[0] for m in missing if m.startswith(_OPTIONAL)})
+    missing = [m for m in missing if not m.startswith(_OPTIONAL)]
     if missing or unexpected:
         raise RuntimeError(f"weights do not match: missing {missing}, unexpected {unexpected}")
     if not torch.equal(model.mlm.decoder.weight, model.bert.embed.tok.weight):

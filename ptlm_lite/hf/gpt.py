@@ -3,7 +3,8 @@
 
 Both Hugging Face models store their linear layers as ``Conv1D``: a weight of shape (in, out), the
 transpose of ``nn.Linear``'s (out, in), and fuse the query, key and value projections into one
-``c_attn`` of shape (D, 3D). The converter transposes and splits them; everything else is a rename.
+``c_attn`` of shape (D, 3D), as ``ptlm_lite`` does (``attn.qkv``). The converter transposes them;
+everything else is a rename.
 
     from ptlm_lite.hf.gpt import from_pretrained_hf
     model = from_pretrained_hf("gpt2")        # online only: downloads OpenAI's 124M checkpoint
@@ -56,16 +57,11 @@ def state_dict_from_hf(hf_state: dict, config: Config, kind: str) -> dict:
     if kind not in ("openai-gpt", "gpt2"):
         raise ValueError(f"kind must be 'openai-gpt' or 'gpt2', got {kind!r}")
     p = "transformer." if any(k.startswith("transformer.") for k in hf_state) else ""
-    D = config.d_model
     tok, pos = ("tokens_embed", "positions_embed") if kind == "openai-gpt" else ("wte", "wpe")
     out = {"embed.tok.weight": hf_state[f"{p}{tok}.weight"], "embed.pos.weight": hf_state[f"{p}{pos}.weight"]}
     for i in range(config.n_layer):
         h, b = f"{p}h.{i}.", f"blocks.{i}."
-        w, bias = hf_state[h + "attn.c_attn.weight"], hf_state[h + "attn.c_attn.bias"]  # (D, 3D), (3D,)
-        for j, name in enumerate("qkv"):  # Conv1D stores (in, out): transpose to nn.Linear's (out, in)
-            out[b + f"attn.{name}.weight"] = w[:, j * D:(j + 1) * D].t().contiguous()
-            out[b + f"attn.{name}.bias"] = bias[j * D:(j + 1) * D]
-        for hf_name, name in (("attn.c_proj", "attn.o"), ("mlp.c_fc", "ff.fc1"), ("mlp.c_proj", "ff.fc2")):
+        for hf_name, name in (("attn.c_attn", "attn.qkv"), ("attn.c_proj", "attn.o"), ("mlp.c_fc", "ff.fc1"), ("mlp.c_proj", "ff.fc2")):
             out[b + name + ".weight"] = hf_state[h + hf_name + ".weight"].t().contiguous()
             out[b + name + ".bias"] = hf_state[h + hf_name + ".bias"]
         for hf_name, name in (("ln_1", "ln1"), ("ln_2", "ln2")):

@@ -1,0 +1,29 @@
+"""Solutions for ``chapters/gpt3.ipynb`` (checked by ``tests/test_exercises.py``).
+
+``T`` is the chapter's task, ``SymbolTasks(n_inputs=8, n_labels=8)``.
+"""
+import torch
+
+from ..icl import SymbolTasks
+
+T = SymbolTasks(n_inputs=8, n_labels=8)
+
+EXPLANATIONS = {
+    "why no weight stores the answer": (
+        "Each training sequence draws a new mapping from input symbols to labels (a random lookup table, "
+        "or a shift by a random offset). The same query has different answers in different sequences, so "
+        "a weight can only store how to read the demonstrations, not what they say."),
+}
+
+
+def my_prompt(demos, query):
+    ids = [T.BOS]
+    for x, y in demos:
+        ids += [int(T.query_token(x)), int(T.answer_token(x, y))]
+    return torch.tensor(ids + [int(T.query_token(query))])
+
+
+def my_accuracy(logits, x, y):
+    answers = T.answer_token(x[:, None], torch.arange(T.n_labels))   # (B, M) candidate tokens
+    pred = logits.gather(1, answers).argmax(1)                        # the best label
+    return (pred == y).float().mean().item()

@@ -1,0 +1,144 @@
+"""The fine-tuning harness: batch shapes for encoders and decoders, scores that expose a constant
+predictor, and a few real (tiny) runs."""
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from ptlm_lite import finetune as F
+from ptlm_lite import suite
+from ptlm_lite.config import preset
+from ptlm_lite.data import make_world, train_tokenizer
+from ptlm_lite.output import Output
+
+
+@pytest.fixture(scope="module")
+def tok():  # a small WordPiece trained on the world in milliseconds (no cache)
+    return train_tokenizer("wordpiece", [d.text for d in make_world(0).documents], vocab_size=300, n_sentinels=0)
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return suite.tasks()
+
+
+def small(task, n_train=48, n_test=32):
+    """The task with fewer examples, so a test trains in a second."""
+    return dataclasses.replace(task, train=task.train[:n_train], test=task.test[:n_test])
+
+
+class Constant(nn.Module):
+    """Always the same answer, whatever the input: what 'always person' looks like."""
+
+    def __init__(self, n_labels, answer):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(()))
+        self.n_labels, self.answer = n_labels, answer
+
+    def forward(self, ids, segments=None, valid=None, labels=None):
+        logits = torch.zeros(ids.shape[0], self.n_labels)
+        logits[:, self.answer] = 1.0
+        return Output(logits + 0 * self.w)
+
+
+def test_encoder_batches(tok, tasks):
+    sp = tok.special_ids
+    single = F.encoder_batch(tasks["kind_from_sentence"], "test", tok)
+    assert single["ids"].shape == single["valid"].shape == single["segments"].shape
+    assert single["ids"].shape[0] == len(tasks["kind_from_sentence"].test)
+    assert (single["ids"][:, 0] == sp["cls"]).all() and (single["segments"] == 0).all()
+    pair = F.encoder_batch(tasks["relation_check"], tasks["relation_check"].test[:3], tok)
+    row, seg = pair["ids"][0][pair["valid"][0]].tolist(), pair["segments"][0][pair["valid"][0]].tolist()
+    assert row[0] == sp["cls"] and row.count(sp["sep"]) == 2 and row[-1] == sp["sep"]
+    assert seg == [0] * (row.index(sp["sep"]) + 1) + [1] * (len(row) - row.index(sp["sep"]) - 1)
+    choice = F.encoder_batch(tasks["fact_cloze"], tasks["fact_cloze"].test[:5], tok)
+    assert choice["ids"].shape[:2] == (5, 4) and choice["labels"].shape == (5,)
+    ex = tasks["fact_cloze"].test[0]
+    text = tok.decode(choice["ids"][0, ex["label"]].tolist())
+    assert ex["endings"][ex["label"]].split()[0] in text
+
+
+def test_decoder_batches(tok, tasks):
+    sp = tok.special_ids
+    for name, C in (("kind_from_name", 1), ("relation_check", 1), ("fact_cloze", 4)):
+        b = F.decoder_batch(tasks[name], tasks[name].test[:6], tok)
+        assert b["ids"].shape[:2] == (6, C) and b["last"].shape == (6, C)
+        assert (b["ids"][:, :, 0] == sp["bos"]).all()
+        assert (b["ids"].gather(2, b["last"][..., None]) == sp["cls"]).all()  # [extract] at last
+    pair = F.decoder_batch(tasks["relation_check"], tasks["relation_check"].test[:1], tok)
+    assert (pair["ids"][0, 0] == sp["sep"]).sum() == 1  # [delim] between the two segments
+
+
+def test_scores_expose_a_constant_predictor(tasks):
+    task = tasks["kind_from_sentence"]  # 65% people
+    labels = np.array([e["label"] for e in task.test])
+    constant = np.full_like(labels, task.majority_label)
+    s = F.scores(constant, labels)
+    assert s["accuracy"] == pytest.approx(task.majority) and s["constant"]
+    assert s["macro_f1"] < 0.25  # one class's F1 out of four
+    perfect = F.scores(labels, labels)
+    assert perfect == {"accuracy": 1.0, "macro_f1": 1.0, "constant": False}
+    assert F.is_constant([2, 2, 2]) and not F.is_constant([2, 1, 2]) and not F.is_constant([])
+
+
+def test_macro_f1_matches_scikit_learn():
+    sklearn = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        y, p = rng.integers(0, 4, 50), rng.integers(0, 3, 50)
+        assert F.macro_f1(p, y) == pytest.approx(sklearn.f1_score(y, p, average="macro"))
+
+
+def test_evaluate_flags_a_constant_model(tok, tasks):
+    task = tasks["kind_from_sentence"]
+    batch = F.encoder_batch(task, "test", tok)
+    out = F.evaluate(Constant(task.n_labels, task.majority_label), batch, chunk=7)
+    assert out["constant"] and len(out["predictions"]) == len(task.test)
+    assert out["accuracy"] == pytest.approx(task.majority)
+    assert out["macro_f1"] < out["accuracy"] / 2
+
+
+def test_finetune_a_tiny_random_bert(tok, tasks):
+    task = small(tasks["relation_check"])
+    train_batch, test_batch = F.batches(task, tok, decoder=False)
+    torch.manual_seed(0)
+    model = F.bert_model(task, preset("bert-tiny", vocab_size=tok.vocab_size))
+    history = F.finetune(model, train_batch, steps=5, batch_size=8, seed=0)
+    assert len(history.losses) == 5 and all(np.isfinite(history.losses))
+    out = F.evaluate(model, test_batch)
+    assert 0 <= out["accuracy"] <= 1 and 0 <= out["macro_f1"] <= 1 and len(out["predictions"]) == 32
+
+
+def test_multiple_choice_and_gpt_heads_train(tok, tasks):
+    from ptlm_lite.gpt import gpt_config
+
+    task = small(tasks["fact_cloze"], 16, 8)
+    torch.manual_seed(0)
+    bert = F.bert_model(task, preset("bert-tiny", vocab_size=tok.vocab_size))
+    gpt = F.gpt_model(task, gpt_config("gpt-tiny", vocab_size=tok.vocab_size))
+    for model, decoder in ((bert, False), (gpt, True)):
+        train_batch, test_batch = F.batches(task, tok, model)
+        assert ("last" in train_batch) == decoder
+        F.finetune(model, train_batch, steps=2, batch_size=4)
+        assert len(F.evaluate(model, test_batch)["predictions"]) == 8
+
+
+def test_run_makes_one_table_with_the_baselines(tok, tasks):
+    task = small(tasks["kind_from_sentence"])
+    config = preset("bert-tiny", vocab_size=tok.vocab_size)
+    table = F.run(task, {"random init": lambda seed: F.bert_model(task, config)}, tok, seeds=(0, 1),
+                  steps=3, batch_size=8, surface=False)
+    assert list(table["model"]) == ["random init", "random init", "majority class", "chance"]
+    assert list(table["seed"][:2]) == [0, 1] and table["seed"][2:].isna().all()
+    majority = table.set_index("model").loc["majority class"]
+    assert majority["accuracy"] == pytest.approx(task.majority) and majority["constant"]
+    assert table.set_index("model").loc["chance", "accuracy"] == pytest.approx(0.25)
+    assert table.attrs["needs_pretraining"] is False
+    again = F.run(task, lambda seed: F.bert_model(task, config), tok, seeds=(0,), steps=3, batch_size=8,
+                  surface=False)
+    assert again["accuracy"][0] == table["accuracy"][0]  # same seed, same batches, same result
+    summary = F.summarize(table)
+    assert summary.loc[(task.name, "random init"), "runs"] == 2
+    assert summary.loc[(task.name, "majority class"), "constant runs"] == 1

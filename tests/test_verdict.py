@@ -1,0 +1,263 @@
+"""The verdict rule (ptlm_lite.verdict): one rule for every chapter's "does the claim show up?"."""
+import doctest
+import math
+
+import numpy as np
+import pytest
+
+from ptlm_lite import verdict as V
+from ptlm_lite.verdict import NO_EFFECT, OPPOSITE, SHOWS_UP, TOO_NOISY, beats_baseline, majority_baseline, trend, verdict
+
+
+# --- t quantiles without scipy
+
+
+@pytest.mark.parametrize("df, want", [(1, 12.7062), (2, 4.3027), (3, 3.1824), (5, 2.5706), (10, 2.2281),
+                                      (30, 2.0423), (math.inf, 1.9600)])
+def test_t_quantile_matches_the_printed_table(df, want):
+    assert V.t_quantile(0.975, df) == pytest.approx(want, abs=1e-4)
+
+
+def test_t_quantile_is_symmetric_and_monotone():
+    assert V.t_quantile(0.5, 4) == 0.0
+    assert V.t_quantile(0.025, 4) == pytest.approx(-V.t_quantile(0.975, 4))
+    qs = [V.t_quantile(p, 3.7) for p in (0.6, 0.8, 0.9, 0.95, 0.99)]
+    assert qs == sorted(qs)
+    with pytest.raises(ValueError, match="p must be"):
+        V.t_quantile(1.0, 3)
+    with pytest.raises(ValueError, match="df must be"):
+        V.t_quantile(0.9, 0)
+
+
+def test_t_quantile_agrees_with_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    for df in (1, 1.5, 2.3, 4, 7.9, 29, 200, 1e5):
+        for p in (0.55, 0.9, 0.975, 0.995, 0.9995):
+            assert V.t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-6)
+
+
+def test_welch_interval_agrees_with_scipy():
+    stats = pytest.importorskip("scipy.stats")
+    a, b = [0.81, 0.84, 0.80, 0.86], [0.62, 0.60, 0.66]
+    v = verdict({"a": a, "b": b}, better="a", worse="b", min_effect=0.0)
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert (v.low, v.high) == pytest.approx((ci.low, ci.high), rel=1e-6)
+    p = verdict({"a": a[:3], "b": b}, better="a", worse="b", min_effect=0.0, paired=True)
+    ci = stats.ttest_rel(a[:3], b).confidence_interval(0.95)
+    assert (p.low, p.high) == pytest.approx((ci.low, ci.high), rel=1e-6)
+
+
+# --- the rule
+
+
+def test_rule_on_intervals():
+    m = 0.02
+    assert V._rule(0.03, 0.2, m) == SHOWS_UP
+    assert V._rule(-0.2, -0.03, m) == OPPOSITE
+    assert V._rule(-0.01, 0.015, m) == NO_EFFECT
+    assert V._rule(0.01, 0.05, m) == TOO_NOISY           # straddles +min_effect
+    assert V._rule(-0.05, 0.05, m) == TOO_NOISY
+    assert V._rule(0.0, 0.0, 0.0) == NO_EFFECT            # no effect measured exactly, and none required
+
+
+def test_equal_conditions_never_show_up():
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(200):
+        a, b = rng.normal(0.7, 0.02, 5), rng.normal(0.7, 0.02, 5)
+        v = verdict({"a": a, "b": b}, better="a", worse="b", min_effect=0.02)
+        seen.add(v.verdict)
+        assert v.verdict in (TOO_NOISY, NO_EFFECT)
+    assert seen == {TOO_NOISY, NO_EFFECT}  # with 5 seeds and this spread, both happen
+
+
+def test_clearly_separated_shows_up_and_reversed_shows_the_opposite():
+    results = {"pre-trained": [0.81, 0.84, 0.80], "random init": [0.62, 0.60, 0.66]}
+    v = verdict(results, better="pre-trained", worse="random init", min_effect=0.02, metric="accuracy")
+    assert v.verdict == SHOWS_UP and v.shows_up
+    assert v.effect == pytest.approx(0.19) and v.low > 0.02
+    r = verdict(results, better="random init", worse="pre-trained", min_effect=0.02, metric="accuracy")
+    assert r.verdict == OPPOSITE and r.effect == pytest.approx(-0.19)
+    assert (r.low, r.high) == pytest.approx((-v.high, -v.low))
+
+
+def test_lower_is_better_flips_the_direction():
+    losses = {"pre-LN": [2.01, 2.03, 2.00], "post-LN": [2.40, 2.52, 2.45]}
+    v = verdict(losses, better="pre-LN", worse="post-LN", min_effect=0.05, higher_is_better=False, metric="loss")
+    assert v.verdict == SHOWS_UP and v.effect > 0
+    assert "lower is better" in v.sentence
+    w = verdict(losses, better="post-LN", worse="pre-LN", min_effect=0.05, higher_is_better=False)
+    assert w.verdict == OPPOSITE
+
+
+def test_constant_tiny_difference_does_not_show_up():
+    v = verdict({"a": [0.5, 0.5, 0.5], "b": [0.49, 0.49, 0.49]}, better="a", worse="b", min_effect=0.02)
+    assert v.verdict == NO_EFFECT
+    assert v.low == pytest.approx(0.01) and v.high == pytest.approx(0.01)
+    # the same difference counts once it is at least what matters
+    assert verdict({"a": [0.5] * 3, "b": [0.49] * 3}, better="a", worse="b", min_effect=0.005).verdict == SHOWS_UP
+
+
+def test_small_effect_with_wide_spread_is_too_noisy():
+    v = verdict({"a": [0.70, 0.80, 0.75], "b": [0.68, 0.74, 0.80]}, better="a", worse="b", min_effect=0.01)
+    assert v.verdict == TOO_NOISY
+    assert "more seeds" in v.sentence
+
+
+def test_paired_seeds_remove_shared_noise():
+    base = np.array([0.55, 0.70, 0.62, 0.80, 0.66])        # seeds differ a lot, the same for both conditions
+    results = {"with": base + 0.03 + np.array([0.001, -0.002, 0.0, 0.002, -0.001]), "without": base}
+    assert verdict(results, better="with", worse="without", min_effect=0.01).verdict == TOO_NOISY
+    p = verdict(results, better="with", worse="without", min_effect=0.01, paired=True)
+    assert p.verdict == SHOWS_UP and "paired" in p.method
+
+
+def test_sentence_table_and_html_carry_the_numbers():
+    v = verdict({"pre-trained": [0.81, 0.84, 0.80], "random init": [0.62, 0.60, 0.66], "other": [0.1, 0.2]},
+                better="pre-trained", worse="random init", min_effect=0.02, metric="accuracy", fmt="{:.3f}")
+    s = v.sentence
+    assert s.startswith("Shows up") and "0.190" in s and "0.817" in s and "0.627" in s and "95% interval" in s
+    assert str(v) == s
+    t = v.table
+    assert list(t.columns) == ["condition", "seeds", "mean", "std", "95% low", "95% high"]
+    assert t["condition"].tolist() == ["pre-trained", "random init", "other"]  # every condition is shown
+    assert t.loc[0, "mean"] == pytest.approx(0.81667, abs=1e-4)
+    assert t.loc[0, "95% low"] < t.loc[0, "mean"] < t.loc[0, "95% high"]
+    h = v._repr_html_()
+    assert "<table" in h and "Shows up" in h and "Welch" in h
+    assert "Only" not in s                                 # three seeds: no warning
+
+
+def test_two_seeds_are_allowed_but_noted():
+    v = verdict({"a": [0.8, 0.82], "b": [0.5, 0.52]}, better="a", worse="b", min_effect=0.02)
+    assert v.verdict == SHOWS_UP
+    assert "Only 2 seeds" in v.sentence
+
+
+# --- trends
+
+
+SHOTS = {"0 shots": [0.13, 0.12, 0.14], "2 shots": [0.35, 0.31, 0.33], "8 shots": [0.61, 0.66, 0.58]}
+ORDER = ["0 shots", "2 shots", "8 shots"]
+
+
+def test_trend_up_shows_up_and_down_is_the_opposite():
+    v = trend(SHOTS, order=ORDER, x=[0, 2, 8], min_effect=0.05, metric="accuracy")
+    assert v.verdict == SHOWS_UP and "grows" in v.sentence
+    assert 0.3 < v.effect < 0.6   # the fitted rise from the first condition to the last
+    down = trend(SHOTS, order=ORDER[::-1], min_effect=0.05)
+    assert down.verdict == OPPOSITE
+    assert trend(SHOTS, order=ORDER[::-1], min_effect=0.05, increasing=False).verdict == SHOWS_UP
+
+
+def test_trend_flat_never_shows_up():
+    rng = np.random.default_rng(1)
+    for _ in range(100):
+        flat = {f"size {i}": rng.normal(0.5, 0.01, 4) for i in range(4)}
+        v = trend(flat, order=list(flat), min_effect=0.03)
+        assert v.verdict in (NO_EFFECT, TOO_NOISY)
+    flat = {"s": [0.5, 0.5, 0.5], "m": [0.5, 0.5, 0.5], "l": [0.5, 0.5, 0.5]}
+    assert trend(flat, order=["s", "m", "l"], min_effect=0.01).verdict == NO_EFFECT
+
+
+def test_trend_says_when_the_means_are_not_in_order():
+    bumpy = {"a": [0.1, 0.11, 0.12], "b": [0.5, 0.52, 0.51], "c": [0.4, 0.41, 0.42], "d": [0.9, 0.91, 0.92]}
+    v = trend(bumpy, order=["a", "b", "c", "d"], min_effect=0.05)
+    assert v.verdict == SHOWS_UP
+    assert "not move the same way at every step" in v.sentence
+
+
+def test_paired_trend():
+    base = np.array([0.2, 0.5, 0.35])                     # per-seed offsets shared by every condition
+    res = {k: base + 0.05 * i + np.array([0.001, -0.001, 0.0]) * i for i, k in enumerate("abcd")}
+    v = trend(res, order=list("abcd"), min_effect=0.05, paired=True)
+    assert v.verdict == SHOWS_UP and v.effect == pytest.approx(0.15, abs=0.01) and "per seed" in v.method
+    with pytest.raises(ValueError, match="same number of seeds"):
+        trend({**res, "d": [0.1, 0.2]}, order=list("abcd"), min_effect=0.05, paired=True)
+
+
+# --- baselines
+
+
+def test_beats_baseline_against_a_number_and_against_seeds():
+    res = {"fine-tuned": [0.62, 0.65, 0.63], "probe": [0.400, 0.402, 0.401], "tiny": [0.30, 0.50, 0.40]}
+    t = beats_baseline(res, 0.40, min_effect=0.02)
+    assert t["condition"].tolist() == list(res)
+    assert t["beats baseline"].tolist() == [True, False, False]
+    assert t["verdict"].tolist() == [SHOWS_UP, NO_EFFECT, TOO_NOISY]
+    assert t.loc[0, "baseline"] == 0.40 and t.loc[0, "effect"] == pytest.approx(0.2333, abs=1e-3)
+    s = beats_baseline(res, [0.39, 0.41, 0.40], min_effect=0.02)
+    assert s["beats baseline"].tolist() == [True, False, False]
+    loss = beats_baseline({"model": [1.0, 1.1, 1.05]}, 2.0, min_effect=0.1, higher_is_better=False)
+    assert loss["beats baseline"].tolist() == [True]
+
+
+def test_majority_baseline():
+    assert majority_baseline([0, 1, 1, 2, 1]) == pytest.approx(0.6)
+    torch = pytest.importorskip("torch")
+    assert majority_baseline(torch.tensor([2, 2, 0, 1])) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="labels is empty"):
+        majority_baseline([])
+
+
+# --- bad input says which argument
+
+
+GOOD = {"a": [0.8, 0.81, 0.82], "b": [0.5, 0.51, 0.52]}
+
+
+@pytest.mark.parametrize("results, match", [
+    ({"a": [0.8, float("nan"), 0.82], "b": [0.5, 0.51]}, r"results\['a'\] holds NaN"),
+    ({"a": [0.8, 0.81], "b": [0.5, float("inf")]}, r"results\['b'\] holds NaN or infinite"),
+    ({"a": [], "b": [0.5, 0.51]}, r"results\['a'\] is empty"),
+    ({"a": [0.8], "b": [0.5, 0.51]}, r"results\['a'\] has 1 seed; the rule needs at least 2"),
+    ({"a": [[0.8, 0.9]], "b": [0.5, 0.51]}, r"results\['a'\] must be a flat list"),
+    ({}, "results is empty"),
+])
+def test_bad_results(results, match):
+    with pytest.raises(ValueError, match=match):
+        verdict(results, better="a", worse="b", min_effect=0.01)
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="results must be a mapping"):
+        verdict([[0.8, 0.9], [0.5, 0.6]], better="a", worse="b", min_effect=0.01)
+    with pytest.raises(TypeError, match=r"results\['a'\] must be a list of numbers"):
+        verdict({"a": "0.8", "b": [0.5, 0.6]}, better="a", worse="b", min_effect=0.01)
+    with pytest.raises(ValueError, match=r"better='c' is not a condition in results; known: \['a', 'b'\]"):
+        verdict(GOOD, better="c", worse="b", min_effect=0.01)
+    with pytest.raises(ValueError, match="worse='B' is not a condition"):
+        verdict(GOOD, better="a", worse="B", min_effect=0.01)
+    with pytest.raises(ValueError, match="two different conditions"):
+        verdict(GOOD, better="a", worse="a", min_effect=0.01)
+    with pytest.raises(ValueError, match="min_effect must be a finite number >= 0"):
+        verdict(GOOD, better="a", worse="b", min_effect=-0.1)
+    with pytest.raises(TypeError, match="min_effect"):
+        verdict(GOOD, better="a", worse="b")                # no default: say what would matter
+    with pytest.raises(ValueError, match="level must be"):
+        verdict(GOOD, better="a", worse="b", min_effect=0.01, level=95)
+    with pytest.raises(ValueError, match=r"paired=True needs as many seeds in results\['a'\]"):
+        verdict({"a": [0.8, 0.81, 0.82], "b": [0.5, 0.51]}, better="a", worse="b", min_effect=0.01, paired=True)
+    with pytest.raises(ValueError, match="order='c' is not a condition"):
+        trend(GOOD, order=["a", "c"], min_effect=0.01)
+    with pytest.raises(ValueError, match="order must be a list of at least two"):
+        trend(GOOD, order="ab", min_effect=0.01)
+    with pytest.raises(ValueError, match="order names a condition twice"):
+        trend(GOOD, order=["a", "a"], min_effect=0.01)
+    with pytest.raises(ValueError, match="x must increase"):
+        trend(GOOD, order=["a", "b"], x=[2, 1], min_effect=0.01)
+    with pytest.raises(ValueError, match="x must give one position per condition"):
+        trend(GOOD, order=["a", "b"], x=[1, 2, 3], min_effect=0.01)
+    with pytest.raises(ValueError, match="baseline holds NaN"):
+        beats_baseline(GOOD, [0.5, float("nan")], min_effect=0.01)
+    with pytest.raises(ValueError, match="baseline must be finite"):
+        beats_baseline(GOOD, float("nan"), min_effect=0.01)
+
+
+def test_docstring_examples_run():
+    assert doctest.testmod(V, raise_on_error=False).failed == 0
+
+
+def test_module_docstring_points_to_the_chapters():
+    for chapter in ("transformer", "gpt", "bert", "gpt2", "gpt3"):
+        assert f"chapters/{chapter}.ipynb" in V.__doc__
