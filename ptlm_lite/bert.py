@@ -25,6 +25,8 @@ Chapter: ``chapters/bert.ipynb``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -35,7 +37,7 @@ from .output import IGNORE, Output, cross_entropy
 from .stack import Model, Stack
 
 __all__ = [
-    "BERT_FIELDS", "BertEmbeddings", "Bert", "MLMHead", "BertForPreTraining",
+    "BERT_FIELDS", "BertEmbeddings", "Bert", "Encoded", "MLMHead", "BertForPreTraining",
     "BertForSequenceClassification", "BertForSpanExtraction", "BertForMultipleChoice",
     "mean_pool", "best_span", "init_weights",
 ]
@@ -85,10 +87,10 @@ class Bert(Model):
     """The encoder: embeddings, ``n_layer`` post-LN blocks, and the ``[CLS]`` pooler.
 
     ``forward(ids, segments=None, valid=None, mask=None, return_attention=False, return_hidden=False)``
-    returns ``(hidden (B, T, D), pooled (B, D), attentions)``; attentions is a list over layers of
-    ``(B, H, T, T)`` when asked for, else None (every layer's states: ``self.last_hidden`` when
-    ``return_hidden``). ``valid`` (B, T) bool marks real tokens (default: not padding); ``mask``
-    defaults to ``masks.padding_mask(valid)``: bidirectional, only padding hidden.
+    returns an :class:`Encoded` that unpacks as ``hidden (B, T, D), pooled (B, D), attentions``;
+    attentions is a list over layers of ``(B, H, T, T)`` when asked for, else None, and ``layers``
+    every layer's states when ``return_hidden``. ``valid`` (B, T) bool marks real tokens (default:
+    not padding); ``mask`` defaults to ``masks.padding_mask(valid)``: only padding is hidden.
     """
 
     def __init__(self, config: Config, seed: int | None = None):
@@ -112,9 +114,20 @@ class Bert(Model):
         if mask is None:
             mask = masks.padding_mask(valid)              # (B, 1, T): bidirectional, only padding is hidden
         out = self.blocks(x, mask=mask, return_attention=return_attention, return_hidden=return_hidden)
-        self.last_hidden = out.hidden
         pooled = torch.tanh(self.pooler(out.x[:, 0]))     # (B, D): the [CLS] position
-        return out.x, pooled, out.attentions
+        return Encoded(out.x, pooled, out.attentions, out.hidden)
+
+
+@dataclass
+class Encoded:
+    """The encoder's output; unpacks as ``hidden, pooled, attentions = bert(ids)``."""
+    hidden: torch.Tensor
+    pooled: torch.Tensor
+    attentions: list | None = None
+    layers: list | None = None
+
+    def __iter__(self):
+        return iter((self.hidden, self.pooled, self.attentions))
 
 
 class MLMHead(nn.Module):

@@ -38,7 +38,7 @@ import html
 import importlib
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import torch
 
@@ -52,7 +52,8 @@ NOT_ATTEMPTED, RIGHT, WRONG, UNCHECKED = "not attempted", "right", "wrong", "unc
 class Result:
     """The outcome of :func:`check` or :func:`ask`: truthy only when right.
 
-    ``status``: "not attempted", "right", "wrong" (or "unchecked" for a question with no answer key).
+    ``status``: "not attempted", "right" or "wrong" ("unchecked": nothing to check, e.g. a solution
+    that this copy does not include).
     """
     exercise: str
     passed: bool
@@ -157,13 +158,13 @@ def _difference(got, want, atol: float) -> str:
             isinstance(want, float) and not isinstance(got, (int, float))):
         return f"expected a {type(want).__name__} {_show(want, True)}, got a {type(got).__name__} {_show(got, True)}"
     if isinstance(want, dict) and isinstance(got, dict) and got.keys() == want.keys():
-        bad = [k for k in want if not _same(got[k], want[k], atol)]
+        bad = [k for k in want if not _same(got[k], want[k], atol) and got[k] is not None]  # None: not measured
         tol = f" (fractions must match within {atol})" if any(isinstance(want[k], float) for k in bad) else ""
         return "; ".join(f"{k}: expected {_show(want[k])}, got {_show(got[k])}" for k in bad) + tol
     if isinstance(want, (tuple, list)) and isinstance(got, (tuple, list)) and len(got) == len(want) \
             and type(got) is type(want):
-        parts = [f"item {i}: {_difference(g, w, atol)}" for i, (g, w) in enumerate(zip(got, want)) if not _same(g, w, atol)]
-        return "; ".join(parts)
+        return "; ".join(f"item {i}: {_difference(g, w, atol)}"
+                         for i, (g, w) in enumerate(zip(got, want)) if not _same(g, w, atol))
     return f"expected {_show(want)}, got {_show(got)}"
 
 
@@ -232,7 +233,8 @@ def _attention_weights():
 def _top_k():
     from .generate import filter_logits
     g = torch.Generator().manual_seed(0)
-    return (lambda logits, k: filter_logits(logits, top_k=k)), [(torch.randn(2, 10, generator=g), k) for k in (1, 3, 10)]
+    cases = [(torch.randn(2, 10, generator=g), k) for k in (1, 3, 10)]
+    return (lambda logits, k: filter_logits(logits, top_k=k)), cases
 
 
 @_exercise("cached causal mask", "gpt", "my_cache_mask")
@@ -257,15 +259,18 @@ def _replacement_stats(replace, seed):
     out = replace(given, sel, g, mask_id=BERT_MASK, vocab_size=BERT_VOCAB)
     if _is_stub_value(out):
         return out
+    stats = dict.fromkeys(["output", "fraction [MASK]", "fraction random", "unselected unchanged",
+                           "random tokens are ordinary", "ids left untouched"])
+    stats["output"] = (f"tensor{tuple(out.shape)} {str(out.dtype).replace('torch.', '')}"
+                       if isinstance(out, torch.Tensor) else type(out).__name__)
     if not isinstance(out, torch.Tensor) or out.shape != ids.shape:
-        return ("expected a tensor of shape", tuple(ids.shape), "got", type(out).__name__, tuple(getattr(out, "shape", ())))
+        return stats                                                  # differs in "output" (and the rest)
     n = int(sel.sum())
     random = (out != ids) & (out != BERT_MASK)
-    return {"fraction [MASK]": int((out[sel] == BERT_MASK).sum()) / n,
+    return {**stats, "fraction [MASK]": int((out[sel] == BERT_MASK).sum()) / n,
             "fraction random": int(random[sel].sum()) / n,
             "unselected unchanged": bool((out[~sel] == ids[~sel]).all()),
             "random tokens are ordinary": bool((out[random] >= BERT_FIRST_ORDINARY).all()),
-            "same dtype": out.dtype == ids.dtype,
             "ids left untouched": bool(torch.equal(given, ids))}
 
 
@@ -341,7 +346,8 @@ def _accuracy():
 
 
 def _not_attempted(exercise: str, why: str) -> Result:
-    return Result(exercise, False, False, f"⏳ {exercise}: not attempted yet ({why}). Replace the stub with your code.")
+    return Result(exercise, False, False,
+                  f"⏳ {exercise}: not attempted yet ({why}). Replace the stub with your code.")
 
 
 def check(exercise: str, candidate: Callable, reference: Callable | None = None, cases: Iterable[tuple] | None = None,
@@ -388,13 +394,15 @@ def check(exercise: str, candidate: Callable, reference: Callable | None = None,
             return Result(exercise, False, True,
                           f"✗ {exercise}: raised {type(e).__name__}: {e} for arguments {_show(args, True)}")
         if _is_stub_value(got) and not _is_stub_value(want):
-            return _not_attempted(exercise, f"it returns {got!r}; if you wrote code, is a `return` missing?")
+            return _not_attempted(exercise, "it returns `...`" if got is Ellipsis else
+                                  "it returns None; if you wrote code, is a `return` missing?")
         if not _same(got, want, atol):
             return Result(exercise, False, True,
                           f"✗ {exercise}: wrong for arguments {_show(args, True)}: {_difference(got, want, atol)}")
         if not _unchanged(args, given):
             return Result(exercise, False, True,
-                          f"✗ {exercise}: right value, but it changed its arguments in place for {_show(args, True)}; "
+                          f"✗ {exercise}: right value, but it changed its arguments in place for "
+                          f"{_show(args, True)}; "
                           "work on a copy (e.g. `x.clone()`) or use out-of-place operations")
     return Result(exercise, True, True, f"✓ {exercise}: all {len(cases)} cases pass.")
 

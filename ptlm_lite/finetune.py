@@ -3,7 +3,7 @@ scores that expose a constant predictor, and one call that makes the table with 
 
     task ──encoder_batch──► ids, segments, valid, labels   ([CLS] a [SEP] b [SEP]; choices (B, C, T))
          ──decoder_batch──► ids (B, C, T), last, labels     ([start] a [delim] b [extract]; GPT)
-    model(**batch) ──► logits ──argmax──► predictions ──scores──► accuracy, macro-F1, constant?
+    model(**batch) ──► logits ──argmax──► predictions ──scores──► accuracy, macro-F1, constant
 
 A model that always answers the most frequent class scores the majority share in accuracy: 71.7%
 on a test set that is 71.7% "person". Macro-F1 (the mean over classes of each class's F1) gives
@@ -125,10 +125,7 @@ def decoder_batch(task, examples, tokenizer, prefix_space: bool = True) -> dict:
 
 
 def _gpt_transformations():
-    try:
-        from .recipes.gpt import collate_task, task_inputs
-    except ImportError:  # where they lived before the recipes left gpt.py
-        from .gpt import collate_task, task_inputs
+    from .recipes.gpt import collate_task, task_inputs
     return collate_task, task_inputs
 
 
@@ -139,6 +136,8 @@ def _is_decoder(model) -> bool:
 def batches(task, tokenizer, model=None, decoder: bool | None = None, **kw) -> tuple[dict, dict]:
     """``(train batch, test batch)`` in the form ``model`` takes (a decoder if its ``forward``
     has a ``last`` argument, as GPTForTask's does; or say ``decoder=True``)."""
+    if model is None and decoder is None:
+        raise ValueError("pass the model (to see which inputs it takes) or decoder=True/False")
     decoder = _is_decoder(model) if decoder is None else decoder
     make = decoder_batch if decoder else encoder_batch
     return make(task, "train", tokenizer, **kw), make(task, "test", tokenizer, **kw)
@@ -284,9 +283,11 @@ def run(task, make_model: Callable | dict[str, Callable], tokenizer, seeds=(0, 1
     starts the same way for every factory. Batches are built once per input form (encoder or
     decoder) and every run of a seed draws the same examples in the same order. Rows: one per
     (model, seed) with ``accuracy``, ``macro_f1``, ``constant``, ``seconds``; then the baselines
-    ``majority class`` (always the most frequent training label), ``chance`` (uniform guessing,
-    expected values) and ``surface (char n-grams)`` (:func:`ptlm_lite.suite.surface_baseline`,
-    if ``surface``). ``batch_kw`` goes to the batch builder (``max_len``, ``prefix_space``).
+    ``majority class`` (the best constant answer: always the test split's most frequent label,
+    ``task.majority``), ``chance`` (uniform guessing, expected values) and ``surface (char
+    n-grams)`` (:func:`ptlm_lite.suite.surface_baseline`, if ``surface``). ``batch_kw`` goes to
+    the batch builder (``max_len``, ``prefix_space``). ``table.attrs`` holds the task's name,
+    ``needs_pretraining``, the steps and the split sizes.
     """
     import pandas as pd
 
@@ -325,11 +326,9 @@ def run(task, make_model: Callable | dict[str, Callable], tokenizer, seeds=(0, 1
 def summarize(table):
     """One row per (task, model): mean, std, min and max over seeds of accuracy and macro-F1, and
     how many of the runs predicted one class only."""
-    import pandas as pd
-
     g = table.groupby(["task", "model"], sort=False)
     out = g[["accuracy", "macro_f1"]].agg(["mean", "std", "min", "max"])
     out.columns = [f"{metric} {stat}" for metric, stat in out.columns]
     out["runs"] = g.size()
     out["constant runs"] = g["constant"].sum().astype(int)
-    return out if isinstance(out, pd.DataFrame) else pd.DataFrame(out)
+    return out

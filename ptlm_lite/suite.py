@@ -4,7 +4,8 @@ A fine-tuning task can test a pre-training claim only if pre-training is what it
 synthetic world's sentences state an entity's kind in words ("X is a large *city* in Y"), so
 classifying them is solved from the surface: random weights reach ~100% in a hundred steps and
 pre-training has nothing to add. The suite therefore asks about **facts**. The book pre-trains
-every model on ``make_world(0)``'s documents (``bert.world_documents``, ``gpt.lm_corpus``); the
+every model on ``make_world(0)``'s documents (``recipes.bert.world_documents``,
+``recipes.gpt.lm_corpus``); the
 tasks below are built from the same world, and their inputs name an entity without stating the fact:
 
     task                 input                                       answer              needs
@@ -24,13 +25,14 @@ Two tasks are labelled ``needs_pretraining=False`` and kept as the contrast:
 world's naming scheme (countries end in "-ia", organisations in "Ltd", "& Co" or "Guild", people
 have two words and cities one). :func:`surface_baseline` measures this per task: a logistic
 regression on bags of character n-grams of the input, trained on the fine-tuning split. It
-reaches ~100% on the two surface tasks and about the majority share on the three others.
+solves ``kind_from_sentence``, beats the majority share by far on ``kind_from_name``, and does no
+better than a constant answer on the three others (``tests/test_suite.py`` checks both).
 
 Every task has fixed splits (same world seed, same examples), its ``majority`` share (the best
 any constant answer does on the test split) and its ``chance`` (uniform guessing). The relation
 and cloze tasks are balanced by construction; the others report their majority share. Negatives
-and distractors are drawn in proportion to how often each value is a true answer, so "pick the
-most frequent city" is no shortcut.
+and distractors are the split's right answers, shuffled: every city, company or colour is exactly
+as often right as wrong, so "pick the most frequent city" is no shortcut.
 
 Used with :mod:`ptlm_lite.finetune` in ``chapters/bert.ipynb`` and ``chapters/gpt.ipynb``::
 
@@ -86,8 +88,22 @@ class Task:
 
     @property
     def majority_label(self) -> int:
-        """The most frequent label of the training split (what a constant predictor learns)."""
-        return Counter(e["label"] for e in self.train).most_common(1)[0][0]
+        """The most frequent label of the test split: always answering it scores ``majority``."""
+        counts = Counter(e["label"] for e in self.test)
+        return max(sorted(counts), key=counts.__getitem__)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
+
+    def subset(self, n_train: int | None = None, n_test: int | None = None) -> "Task":
+        """The first ``n_train`` / ``n_test`` examples of each split, with ``majority`` recomputed
+        (the splits are shuffled, so a prefix is a fair sample; for a quick run at tiny scale)."""
+        train, test = self.train[:n_train], self.test[:n_test]
+        if not train or not test:
+            raise ValueError(f"n_train and n_test must leave examples in both splits, got {n_train}, {n_test}")
+        return _task(self.name, self.kind, self.labels, {"train": train, "test": test},
+                     self.needs_pretraining, self.description)
 
     def balance(self, split: str = "test") -> dict[str, float]:
         """Share of each label in ``split`` (``"train"`` or ``"test"``)."""
@@ -146,7 +162,7 @@ def _evidence(sentences: dict, entity, phrase: str) -> str:
 
 
 # A fact slot: who it is about, how a question starts, the true values, how the document says it.
-# ``answers(world, e)`` lists every true value (a person has several friends).
+# ``answers(e)`` lists every true value (a person has several friends).
 def _slots(world):
     tail = lambda rel: (lambda e: [t.name for t in world.related(e, rel)])  # noqa: E731
     attr = lambda key: (lambda e: [e.attributes[key]])  # noqa: E731
@@ -161,21 +177,40 @@ def _slots(world):
     }
 
 
-def _pool(world, slot) -> list[str]:
-    """Every true value of ``slot`` over the world, with repeats: negatives and distractors drawn
-    from it are as frequent as true answers, so a value's frequency tells nothing."""
+def _permute_avoiding(rng, values: list, forbidden: list[set], fallback: list) -> list:
+    """A random permutation ``out`` of ``values`` with ``out[i] not in forbidden[i]``: each value
+    becomes a wrong answer exactly as often as it is a right one, so its frequency tells nothing.
+
+    Shuffle, then repair each clash by swapping with a position where both sides are then allowed;
+    a clash no swap can fix (a value that is right for most entities) draws from ``fallback``.
+    """
+    out = list(values)
+    rng.shuffle(out)
+    order = list(range(len(out)))
+    for i in range(len(out)):
+        if out[i] not in forbidden[i]:
+            continue
+        rng.shuffle(order)
+        j = next((j for j in order if out[j] not in forbidden[i] and out[i] not in forbidden[j]), None)
+        if j is not None:
+            out[i], out[j] = out[j], out[i]
+        else:
+            out[i] = rng.choice([v for v in fallback if v not in forbidden[i]])
+    return out
+
+
+def _facts(world, split, slot, rng, train_people=None):
+    """``{"train": [(entity, right value)], "test": [...]}``: one true value per entity of the slot's
+    kind (a person has several friends; one is drawn). With ``train_people``, a training entity's
+    value must be a training person (friendship is symmetric: "A is a friend of B" is about B too)."""
     kind, _, answers, _ = _slots(world)[slot]
-    return [v for e in world.of_kind(kind) for v in answers(e)]
-
-
-def _draw(rng, pool, exclude, k):
-    """``k`` distinct values from ``pool`` (a multiset), none in ``exclude``."""
-    out = []
-    candidates = [v for v in pool if v not in exclude]
-    while len(out) < k:
-        v = rng.choice(candidates)
-        if v not in out:
-            out.append(v)
+    out = {"train": [], "test": []}
+    for e in world.of_kind(kind):
+        true = answers(e)
+        if train_people is not None and split[e.id] == "train":
+            true = [v for v in true if v in train_people]
+        if true:
+            out[split[e.id]].append((e, rng.choice(true)))
     return out
 
 
@@ -186,32 +221,27 @@ def _relation_check(world, split, sentences) -> Task:
     out = {"train": [], "test": []}
     for slot in ("born_in", "works_for", "city_in", "based_in", "friend_of"):
         kind, prompt, answers, says = slots[slot]
-        everyone = _pool(world, slot)
-        for e in world.of_kind(kind):
-            part = split[e.id]
-            true, pool = answers(e), everyone
-            if slot == "friend_of":
-                pool = [v for v in pool if v != e.name]
-                if part == "train":  # never name a test person: friendship is symmetric
-                    true = [v for v in true if v in train_people]
-                    pool = [v for v in pool if v in train_people]
-                    if not true:
-                        continue
-            right = rng.choice(true)
-            wrong = _draw(rng, pool, set(answers(e)), 1)[0]
-            evidence = _evidence(sentences, e, says.format(right, head=e.name))
-            for b, label in ((right, 1), (wrong, 0)):
-                out[part].append({"a": prompt.format(e.name), "b": b, "label": label, "entity": e.name,
-                                  "relation": slot, "evidence": evidence})
+        facts = _facts(world, split, slot, rng, train_people if slot == "friend_of" else None)
+        everyone = [v for part in facts.values() for _, v in part]
+        for part, pairs in facts.items():
+            # The false tails are the split's true tails, shuffled: each is as often right as wrong
+            wrongs = _permute_avoiding(rng, [v for _, v in pairs],
+                                       [set(answers(e)) | {e.name} for e, _ in pairs], everyone)
+            for (e, right), wrong in zip(pairs, wrongs):
+                evidence = _evidence(sentences, e, says.format(right, head=e.name))
+                for b, label in ((right, 1), (wrong, 0)):
+                    out[part].append({"a": prompt.format(e.name), "b": b, "label": label, "entity": e.name,
+                                      "relation": slot, "evidence": evidence})
     for part in out.values():
         rng.shuffle(part)
     return _task(
         "relation_check", "pair", ("no", "yes"), out, needs_pretraining=True,
         description=("Does the relation hold? Segment A names an entity and a relation (\"X was born in\", "
                      "\"X works for\", \"X is a city in\", \"X is based in\", \"X is a friend of\"), segment B "
-                     "an entity of the right kind. One true and one false tail per entity (balanced); "
-                     "false tails are other entities' true tails. The answer is a fact of the "
-                     "pre-training documents, never stated in the input."))
+                     "an entity of the right kind. One true and one false tail per entity (balanced); the "
+                     "false tails are the true tails of the same split, shuffled, so every tail is as often "
+                     "right as wrong. The answer is a fact of the pre-training documents, "
+                     "never stated in the input."))
 
 
 def _fact_cloze(world, split, sentences) -> Task:
@@ -220,13 +250,20 @@ def _fact_cloze(world, split, sentences) -> Task:
     out = {"train": [], "test": []}
     for slot in ("born_in", "works_for", "occupation", "colour", "city_in", "based_in"):
         kind, prompt, answers, says = slots[slot]
-        pool = _pool(world, slot)
-        for e in world.of_kind(kind):
-            right = answers(e)[0]
-            wrong = _draw(rng, pool, {right}, N_CHOICES - 1)
-            out[split[e.id]].append({
-                "context": prompt.format(e.name), "endings": [right] + wrong, "label": 0, "entity": e.name,
-                "relation": slot, "evidence": _evidence(sentences, e, says.format(right, head=e.name))})
+        facts = _facts(world, split, slot, rng)
+        everyone = [v for part in facts.values() for _, v in part]
+        for part, pairs in facts.items():
+            # Each round of distractors is the split's right answers, shuffled: every value is a
+            # candidate 4 times as often as it is right, whatever its frequency
+            endings = [[right] for _, right in pairs]
+            for _ in range(N_CHOICES - 1):
+                wrongs = _permute_avoiding(rng, [v for _, v in pairs], [set(c) for c in endings], everyone)
+                for c, wrong in zip(endings, wrongs):
+                    c.append(wrong)
+            for (e, right), candidates in zip(pairs, endings):
+                out[part].append({
+                    "context": prompt.format(e.name), "endings": candidates, "label": 0, "entity": e.name,
+                    "relation": slot, "evidence": _evidence(sentences, e, says.format(right, head=e.name))})
     for part in out.values():  # the right ending goes to each position equally often
         rng.shuffle(part)
         for i, ex in enumerate(part):
@@ -239,9 +276,10 @@ def _fact_cloze(world, split, sentences) -> Task:
         "fact_cloze", "choice", tuple(str(i + 1) for i in range(N_CHOICES)), out, needs_pretraining=True,
         description=("Fact cloze with four candidates: \"X was born in\", \"X works for\", \"X works as a\", "
                      "\"The favourite colour of X is\", \"X is a city in\", \"X is based in\", each followed by "
-                     "the true value and three others of the same kind, drawn as often as they are true "
-                     "answers. The right position is balanced. The answer is a fact of the pre-training "
-                     "documents, never stated in the input."))
+                     "the true value and three others of the same kind: the split's right answers, "
+                     "shuffled, so every value is a candidate four times as often as it is right. The "
+                     "right position is balanced. The answer is a fact of the pre-training documents, "
+                     "never stated in the input."))
 
 
 def _favourite_colour(world, split, sentences) -> Task:
@@ -252,6 +290,9 @@ def _favourite_colour(world, split, sentences) -> Task:
         colour = e.attributes["colour"]
         out[split[e.id]].append({"text": e.name, "label": COLOURS.index(colour), "entity": e.name,
                                  "evidence": _evidence(sentences, e, f"colour of {e.name} is {colour}.")})
+    rng = _rng(world, "favourite_colour")
+    for part in out.values():  # seeded, so that any prefix is a fair sample
+        rng.shuffle(part)
     return _task(
         "favourite_colour", "single", COLOURS, out, needs_pretraining=True,
         description=("A person's favourite colour (8 classes) from the name alone. Each document says it "
@@ -266,6 +307,9 @@ def _kind_from_name(world, split, sentences) -> Task:
     out = {"train": [], "test": []}
     for e in world.entities:
         out[split[e.id]].append({"text": e.name, "label": ENTITY_KINDS.index(e.kind), "entity": e.name})
+    rng = _rng(world, "kind_from_name")
+    for part in out.values():  # seeded, so that any prefix is a fair sample
+        rng.shuffle(part)
     return _task(
         "kind_from_name", "single", ENTITY_KINDS, out, needs_pretraining=False,
         description=("Entity typing from the name alone. The world's names give the kind away (countries end "
@@ -281,12 +325,15 @@ def _kind_from_sentence(world, split, sentences) -> Task:
     for e in world.entities:
         out[split[e.id]].append({"text": sentences[e.id][0], "label": ENTITY_KINDS.index(e.kind),
                                  "entity": e.name})
+    rng = _rng(world, "kind_from_sentence")
+    for part in out.values():  # seeded, so that any prefix is a fair sample
+        rng.shuffle(part)
     return _task(
         "kind_from_sentence", "single", ENTITY_KINDS, out, needs_pretraining=False,
         description=("Which kind of entity is the sentence about? The first sentence of each document "
-                     "(the world's `classification` task). The kind word (\"city\", \"country\", "
-                     "\"company\", \"-year-old\") is in the input, so the surface form suffices: random "
-                     "weights learn it. Not balanced (about 65% people): compare with the majority share "
+                     "(the world's `classification` task, once per entity). The kind word (\"city\", "
+                     "\"country\", \"company\", \"-year-old\") is in the input, so the surface form "
+                     "suffices and random weights learn it too. Not balanced (about 65% people): compare with the majority share "
                      "and read macro-F1."))
 
 
@@ -355,6 +402,7 @@ def surface_baseline(task: Task, ngrams: tuple[int, int] = (1, 4), C: float = 1.
     from scipy.sparse import hstack
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
 
     from .finetune import scores
 
@@ -363,14 +411,17 @@ def surface_baseline(task: Task, ngrams: tuple[int, int] = (1, 4), C: float = 1.
                    for f in train_fields]
     X_train = hstack([v.transform(f) for v, f in zip(vectorizers, train_fields)]).tocsr()
     X_test = hstack([v.transform(f) for v, f in zip(vectorizers, test_fields)]).tocsr()
-    clf = LogisticRegression(C=C, max_iter=2000)
+    # A tight tolerance: on a balanced pair task the gradient at zero is tiny, and the default
+    # stops before the first step (a constant "baseline" would measure nothing).
+    clf = LogisticRegression(C=C, max_iter=5000, tol=1e-8)
     labels = np.array([e["label"] for e in task.test])
-    if task.kind == "choice":
-        right = np.array([int(i == e["label"]) for e in task.train for i in range(len(e["endings"]))])
-        clf.fit(X_train, right)
-        score = clf.decision_function(X_test).reshape(len(task.test), -1)  # (N, C)
-        predictions = score.argmax(1)
-    else:
-        clf.fit(X_train, [e["label"] for e in task.train])
-        predictions = clf.predict(X_test)
+    with threadpool_limits(1):  # BLAS threads spinning on a busy 2-core machine: 50x slower
+        if task.kind == "choice":
+            right = np.array([int(i == e["label"]) for e in task.train for i in range(len(e["endings"]))])
+            clf.fit(X_train, right)
+            score = clf.decision_function(X_test).reshape(len(task.test), -1)  # (N, C)
+            predictions = score.argmax(1)
+        else:
+            clf.fit(X_train, [e["label"] for e in task.train])
+            predictions = clf.predict(X_test)
     return {**scores(predictions, labels, task.n_labels), "predictions": predictions.tolist()}

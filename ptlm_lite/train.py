@@ -170,6 +170,10 @@ def train(
     ``eval_fn(model) -> dict`` runs in eval mode under ``no_grad`` every ``eval_every`` steps and at
     the end. ``callback(step, loss)`` is called after every step (live plots use it).
     Non-finite losses stop training with an error rather than silently producing NaN weights.
+
+    ``seed`` fixes what happens during training (batches drawn from torch's generator, dropout);
+    the initial weights are fixed where the model is built: ``GPT(config, seed=0)``, or
+    :func:`set_seed` before building it.
     """
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")

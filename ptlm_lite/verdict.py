@@ -4,7 +4,7 @@ Every chapter ends its experiment with a verdict sentence. That sentence is neve
 from :func:`verdict` (two conditions: "pre-trained beats random init"), :func:`trend` (an ordered
 list of conditions: "accuracy grows with the number of shots") or :func:`beats_baseline` (each
 condition against the majority class or another baseline), applied to the measurements of every
-seed. The chapters that run a headline experiment over seeds use it: ``chapters/transformer.ipynb``
+seed. It serves the headline experiment of each chapter: ``chapters/transformer.ipynb``
 (post-LN without warm-up ends worse), ``chapters/gpt.ipynb`` (pre-trained vs random init),
 ``chapters/bert.ipynb`` (MLM + NSP vs MLM alone, against the majority class), ``chapters/gpt2.ipynb``
 (zero-shot against the frequency guess) and ``chapters/gpt3.ipynb`` (accuracy grows with shots).
@@ -266,15 +266,14 @@ class Verdict:
     @property
     def sentence(self) -> str:
         f, pct = self.fmt.format, f"{self.level:.0%}"
-        head = {SHOWS_UP: "Shows up", OPPOSITE: "The opposite shows up", NO_EFFECT: "Does not show up",
-                TOO_NOISY: "Too noisy to tell"}[self.verdict]
         where = {SHOWS_UP: f"the whole interval lies above the minimum effect of {f(self.min_effect)}",
                  OPPOSITE: f"the whole interval lies below -{f(self.min_effect)}, against the claim",
                  NO_EFFECT: f"the whole interval lies within ±{f(self.min_effect)}, the smallest difference "
                             "that would matter",
-                 TOO_NOISY: f"the interval reaches across ±{f(self.min_effect)}; more seeds would narrow it"}
-        text = (f"{head}: {self.claim}. {self.detail} The effect in the claimed direction is {f(self.effect)} "
-                f"({pct} interval {f(self.low)} to {f(self.high)}): {where[self.verdict]}.")
+                 TOO_NOISY: f"the interval crosses ±{f(self.min_effect)}; more seeds would narrow it"}
+        text = (f"Claim: {self.claim}. Verdict: {self.verdict}. {self.detail} The effect in the claimed "
+                f"direction is {f(self.effect)} ({pct} interval {f(self.low)} to {f(self.high)}): "
+                f"{where[self.verdict]}.")
         return " ".join([text, *self.notes]).replace("  ", " ")
 
     def __str__(self):

@@ -28,56 +28,106 @@ def test_pack_blocks_bad_input(ids, block_size, match):
 
 
 def test_pad_sequences_mask_polarity():
-    ids, mask = bt.pad_sequences([[5, 6, 7], [8]], pad_id=0)
+    ids, valid = bt.pad_sequences([[5, 6, 7], [8]], pad_id=0)
     assert ids.tolist() == [[5, 6, 7], [8, 0, 0]]
-    assert mask.dtype == torch.bool
-    assert mask.tolist() == [[True, True, True], [True, False, False]]  # True = real token
+    assert valid.dtype == torch.bool
+    assert valid.tolist() == [[True, True, True], [True, False, False]]  # True = real token
     with pytest.raises(ValueError, match="seqs is empty"):
         bt.pad_sequences([])
 
 
 def test_encode_pair_segments_and_truncation():
-    ids, seg = bt.encode_pair([10, 11, 12], [20, 21], cls_id=2, sep_id=3, max_len=16)
+    ids, segments = bt.encode_pair([10, 11, 12], [20, 21], cls_id=2, sep_id=3, max_len=16)
     assert ids == [2, 10, 11, 12, 3, 20, 21, 3]
-    assert seg == [0, 0, 0, 0, 0, 1, 1, 1]
-    ids, seg = bt.encode_pair(list(range(100, 120)), [20, 21], 2, 3, max_len=10)
-    assert len(ids) == len(seg) == 10 and ids.count(3) == 2 and seg[-3:] == [1, 1, 1]
+    assert segments == [0, 0, 0, 0, 0, 1, 1, 1]
+    ids, segments = bt.encode_pair(list(range(100, 120)), [20, 21], 2, 3, max_len=10)
+    assert len(ids) == len(segments) == 10 and ids.count(3) == 2 and segments[-3:] == [1, 1, 1]
 
 
 DOCS = [[f"doc{d} sentence {i}." for i in range(6)] for d in range(5)]
 
 
 def test_nsp_and_sop_pairs_have_correct_labels():
+    assert (bt.IS_NEXT, bt.NOT_NEXT) == (0, 1)  # Google's BERT and Hugging Face: 0 = IsNext
     nsp = bt.sentence_pairs(DOCS, "nsp", seed=0)
     sop = bt.sentence_pairs(DOCS, "sop", seed=0)
     assert 0.3 < sum(l for *_, l in nsp) / len(nsp) < 0.7
     for a, b, label in nsp:
         same_doc = a.split()[0] == b.split()[0]
         follows = same_doc and int(b.split()[2][:-1]) == int(a.split()[2][:-1]) + 1
-        assert follows == (label == 1) and (label == 1 or not same_doc)  # negatives: another doc
+        assert follows == (label == bt.IS_NEXT)
+        assert label == bt.IS_NEXT or not same_doc  # negatives come from another document
     for a, b, label in sop:
         assert a.split()[0] == b.split()[0]  # SOP never changes topic
         step = int(b.split()[2][:-1]) - int(a.split()[2][:-1])
-        assert step == (1 if label == 1 else -1)
+        assert step == {bt.IS_NEXT: 1, bt.NOT_NEXT: -1}[label]  # 1 = swapped
     assert bt.sentence_pairs(DOCS, "nsp", seed=0) == nsp  # seeded
     with pytest.raises(ValueError, match="task must be one of"):
         bt.sentence_pairs(DOCS, "mlm")
 
 
+def test_nsp_polarity_agrees_with_corrupt():
+    from ptlm_lite.corrupt import Pair
+
+    assert Pair([1], [2], is_random=False).label == bt.IS_NEXT
+    assert Pair([1], [2], is_random=True).label == bt.NOT_NEXT
+
+
+def test_ignore_index_is_the_package_constant():
+    import ptlm_lite.data
+
+    assert ptlm_lite.data.IGNORE_INDEX == bt.IGNORE_INDEX == -100
+    output = pytest.importorskip("ptlm_lite.output")
+    assert output.IGNORE == ptlm_lite.data.IGNORE_INDEX
+
+
 def test_collate_works_with_a_dataloader():
     tok = train_tokenizer("char", [s for d in DOCS for s in d], n_sentinels=0)
     examples = bt.make_pair_examples(DOCS, tok, "sop", max_len=24)
+    assert set(examples[0]) == {"ids", "segments", "nsp_labels"}
     for ex in examples:
-        ex["labels"] = ex["input_ids"][:3]  # a per-token field padded with -100
+        ex["targets"] = ex["ids"][:3]  # a per-token field, padded with -100
     loader = torch.utils.data.DataLoader(examples, batch_size=4,
                                          collate_fn=functools.partial(bt.collate, pad_id=tok.pad_id))
     batch = next(iter(loader))
-    B, T = batch["input_ids"].shape
-    assert B == 4 and batch["segment_ids"].shape == (B, T)
-    assert batch["attention_mask"].dtype == torch.bool and batch["attention_mask"].shape == (B, T)
-    assert batch["label"].shape == (B,)
-    assert (batch["input_ids"][~batch["attention_mask"]] == tok.pad_id).all()
-    assert (batch["input_ids"][:, 0] == tok.cls_id).all()
-    assert (batch["labels"][:, 3:] == bt.IGNORE_INDEX).all()
-    with pytest.raises(TypeError, match="list of dicts"):
-        bt.collate([])
+    assert set(batch) == {"ids", "valid", "segments", "nsp_labels", "targets"}
+    B, T = batch["ids"].shape
+    assert B == 4 and batch["ids"].dtype == torch.long
+    assert batch["segments"].shape == (B, T) and batch["segments"].dtype == torch.long
+    assert batch["valid"].dtype == torch.bool and batch["valid"].shape == (B, T)
+    assert batch["nsp_labels"].shape == (B,) and batch["nsp_labels"].dtype == torch.long
+    assert set(batch["nsp_labels"].tolist()) <= {bt.IS_NEXT, bt.NOT_NEXT}
+    assert (batch["ids"][~batch["valid"]] == tok.pad_id).all()
+    assert (batch["ids"][:, 0] == tok.cls_id).all()
+    assert batch["targets"].shape == (B, 3)  # padded to its own longest, not to T
+
+
+def test_collate_pads_each_field_with_its_own_value():
+    batch = bt.collate([{"ids": [5, 6, 7], "targets": [1, 2, 3], "segments": [0, 1, 1], "labels": 2},
+                        {"ids": [8], "targets": [4], "segments": [0], "labels": 0}], pad_id=9)
+    assert batch["ids"].tolist() == [[5, 6, 7], [8, 9, 9]]
+    assert batch["valid"].tolist() == [[True, True, True], [True, False, False]]
+    assert batch["targets"].tolist() == [[1, 2, 3], [4, bt.IGNORE_INDEX, bt.IGNORE_INDEX]]
+    assert batch["segments"].tolist() == [[0, 1, 1], [0, 0, 0]]
+    assert batch["labels"].tolist() == [2, 0]
+    # Examples that bring their own boolean mask keep it (and its dtype); an empty sequence
+    # does not turn ids into floats.
+    batch = bt.collate([{"ids": [], "valid": []}, {"ids": [3, 4], "valid": [True, False]}])
+    assert batch["ids"].dtype == torch.long and batch["valid"].dtype == torch.bool
+    assert batch["valid"].tolist() == [[False, False], [True, False]]
+
+
+@pytest.mark.parametrize("batch, err, match", [
+    ([], TypeError, "list of dicts"),
+    ([[1, 2]], TypeError, "list of dicts"),
+    ([{"input_ids": [1, 2]}], ValueError, "'input_ids' is called 'ids'"),
+    ([{"ids": [1], "attention_mask": [1]}], ValueError, "'attention_mask' is called 'valid'"),
+    ([{"ids": [1], "segment_ids": [0]}], ValueError, "'segment_ids' is called 'segments'"),
+    ([{"ids": [1], "label": 1}], ValueError, "'label' is called 'labels .* or nsp_labels"),
+    ([{"ids": [1], "labels": [1]}], ValueError, "one label per sequence.*'targets'"),
+    ([{"ids": [1], "labels": 0}, {"ids": [2]}], ValueError, r"batch\[1\] has fields"),
+    ([{"ids": [[1, 2]]}], ValueError, "one 1-D sequence per example"),
+])
+def test_collate_bad_input(batch, err, match):
+    with pytest.raises(err, match=match):
+        bt.collate(batch)

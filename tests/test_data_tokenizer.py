@@ -1,4 +1,9 @@
-"""Tokenizers: one interface over four kinds, fixed special ids, offsets, caching, bad input."""
+"""Tokenizers: one interface over four kinds, fixed special ids, offsets, caching, bad input,
+and the same ids in every process."""
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -77,7 +82,8 @@ def test_get_tokenizer_trains_once_then_loads_fast(tmp_path):
 
 def test_corrupted_cached_tokenizer_is_retrained(tmp_path):
     tk.get_tokenizer("wordpiece", vocab_size=300, corpus="world", n_sentinels=0)
-    path = tmp_path / "cache" / "tokenizers" / "world-wordpiece-300-s0.json"
+    path = tk.tokenizer_path("wordpiece", 300, "world", 0)
+    assert path.parent == tmp_path / "cache" / "tokenizers"
     path.write_text(path.read_text()[:100])  # truncated
     with pytest.warns(RuntimeWarning, match="damaged"):
         tok = tk.get_tokenizer("wordpiece", vocab_size=300, corpus="world", n_sentinels=0)
@@ -86,6 +92,8 @@ def test_corrupted_cached_tokenizer_is_retrained(tmp_path):
 
 @pytest.mark.parametrize("call, err, match", [
     (lambda: tk.get_tokenizer("sentencepiece"), ValueError, "kind must be one of"),
+    (lambda: tk.shakespeare_tokenizer("sentencepiece"), ValueError,
+     "kind 'sentencepiece'.*kind must be one of.*wordpiece.*bpe.*unigram.*char"),
     (lambda: tk.get_tokenizer("bpe", 1000, corpus="wikipedia"), ValueError, "corpus must be one of"),
     (lambda: tk.train_tokenizer("wordpiece", TEXTS, vocab_size=50), ValueError, "vocab_size=50 is too small.*pass vocab_size >="),
     (lambda: tk.train_tokenizer("bpe", TEXTS, vocab_size=300, n_sentinels=100), ValueError, "too small"),
@@ -105,3 +113,58 @@ def test_load_of_a_non_tokenizer_file_is_a_clear_error(tmp_path):
     bad.write_text("{}")
     with pytest.raises(RuntimeError, match="cannot load a tokenizer"):
         tk.Tokenizer.load(bad)
+
+
+def test_decode_of_an_id_outside_the_vocabulary_is_a_clear_error(tok):
+    import torch
+
+    assert tok.decode(torch.tensor(tok.encode("Hamlet"))) == tok.decode(tok.encode("Hamlet"))
+    for bad in ([tok.vocab_size], [-1], [5, 10**12]):
+        with pytest.raises(ValueError, match=rf"ids\[\d\] = {bad[-1]} .*\[0, {tok.vocab_size}\)"):
+            tok.decode(bad)
+    with pytest.raises(TypeError, match="ids must be"):
+        tok.decode([1.5])
+    with pytest.raises(TypeError, match="ids must be"):
+        tok.decode("Hamlet")
+
+
+def test_shakespeare_tokenizer_is_the_books_cached_tokenizer(monkeypatch):
+    """One factory per kind, with the arguments (hence the cache file and ids) that the GPT and
+    BERT chapters' own factories used."""
+    calls = []
+    monkeypatch.setattr(tk, "get_tokenizer", lambda *a, **k: calls.append((a, k)) or "tok")
+    assert tk.shakespeare_tokenizer("bpe") == "tok"
+    tk.shakespeare_tokenizer("wordpiece")
+    tk.shakespeare_tokenizer("unigram", vocab_size=2000, n_sentinels=100)
+    assert calls == [(("bpe", 1024), {"corpus": "shakespeare", "n_sentinels": 0}),
+                     (("wordpiece", 1024), {"corpus": "shakespeare", "n_sentinels": 0}),
+                     (("unigram", 2000), {"corpus": "shakespeare", "n_sentinels": 100})]
+    # GPT's cached BPE keeps its file name: existing caches stay valid.
+    assert tk.tokenizer_path("bpe", 1024, "shakespeare", 0).name == "shakespeare-bpe-1024-s0.json"
+
+
+_TRAIN_ALL = """
+import json, sys
+from ptlm_lite.data import tokenizer as tk
+from ptlm_lite.data.world import make_world
+texts = [d.text for d in make_world(0).documents]
+print(json.dumps({k: tk.train_tokenizer(k, texts, 400, n_sentinels=5).to_json() for k in tk.KINDS}))
+"""
+
+
+def test_every_kind_trains_to_the_same_ids_in_every_process():
+    """Hugging Face's trainers iterate hash maps seeded per process (Rust's seed, not Python's):
+    before the fix, WordPiece learned different tokens and Unigram gave different ids from run
+    to run. Two fresh processes, different hash seeds and thread counts, must agree exactly."""
+    runs = []
+    for seed, threads in (("1", "1"), ("2", "2")):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "RAYON_NUM_THREADS": threads}
+        done = subprocess.run([sys.executable, "-c", _TRAIN_ALL], env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.append(json.loads(done.stdout.splitlines()[-1]))
+    for kind in tk.KINDS:
+        first, second = (json.loads(r[kind]) for r in runs)
+        assert first == second, f"{kind} trained to different tokenizers in two processes"
+    unigram = json.loads(runs[0]["unigram"])["hf"]["model"]["vocab"][12:]  # after 7 + 5 specials
+    assert unigram == sorted(unigram, key=lambda ps: (-ps[1], ps[0]))  # by score, then string

@@ -1,12 +1,11 @@
 """The fine-tuning harness: batch shapes for encoders and decoders, scores that expose a constant
 predictor, and a few real (tiny) runs."""
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+import ptlm_lite.bert  # noqa: F401  (registers the "bert-tiny" preset)
 from ptlm_lite import finetune as F
 from ptlm_lite import suite
 from ptlm_lite.config import preset
@@ -26,7 +25,7 @@ def tasks():
 
 def small(task, n_train=48, n_test=32):
     """The task with fewer examples, so a test trains in a second."""
-    return dataclasses.replace(task, train=task.train[:n_train], test=task.test[:n_test])
+    return task.subset(n_train, n_test)
 
 
 class Constant(nn.Module):

@@ -72,3 +72,25 @@ def test_every_tensor_is_converted(pair):
     assert all(not k.startswith(("cls.", "bert.encoder")) for k in converted)
     with pytest.raises(KeyError, match="no rule"):
         convert_state_dict({"bert.unknown.weight": torch.zeros(1)})
+
+
+@pytest.mark.parametrize("cls", ["BertForMaskedLM", "BertModel"])
+def test_mlm_only_and_headless_checkpoints_load(pair, cls):
+    """BertForMaskedLM has no pooler and no NSP head; BertModel has no MLM head: both load, and
+    what they do have gives the same outputs; the missing heads are named in ``hf_missing``."""
+    hf_pre, _ = pair
+    hf = getattr(transformers, cls)(hf_pre.config).eval()
+    with torch.no_grad():
+        for name, p in hf.named_parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    ours = from_hf(hf)
+    ids, segments, valid = batch()
+    with torch.no_grad():
+        out = hf(input_ids=ids, token_type_ids=segments, attention_mask=valid.long())
+        mine = ours(ids, segments, valid)
+    if cls == "BertForMaskedLM":
+        assert ours.hf_missing == ["bert.pooler", "nsp"]
+        assert torch.allclose(out.logits[valid], mine.logits[valid], atol=1e-5)
+    else:
+        assert "nsp" in ours.hf_missing and "mlm.dense" in ours.hf_missing
+        assert torch.allclose(out.last_hidden_state[valid], mine.extra["hidden"][valid], atol=1e-5)

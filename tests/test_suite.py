@@ -1,4 +1,6 @@
 """The evaluation suite: fixed splits, honest baselines, and test facts that only pre-training saw."""
+from collections import Counter
+
 import pytest
 
 from ptlm_lite import suite
@@ -47,6 +49,21 @@ def test_balanced_or_majority_reported(tasks):
     assert tasks["kind_from_sentence"].majority > 0.6  # mostly people: the majority share is the bar
 
 
+def test_no_value_is_more_often_right_than_wrong(tasks):
+    """Negatives and distractors are the right answers shuffled: a model that learns how often a
+    city or a colour is the answer learns nothing."""
+    for split in ("train", "test"):
+        pairs = getattr(tasks["relation_check"], split)
+        yes = Counter((e["relation"], e["b"]) for e in pairs if e["label"] == 1)
+        no = Counter((e["relation"], e["b"]) for e in pairs if e["label"] == 0)
+        assert yes == no
+        cloze = getattr(tasks["fact_cloze"], split)
+        right = Counter((e["relation"], e["endings"][e["label"]]) for e in cloze)
+        seen = Counter((e["relation"], c) for e in cloze for c in e["endings"])
+        off = [k for k in seen if seen[k] != 4 * right[k]]
+        assert len(off) <= 0.05 * len(seen), off  # a few repairs where no swap was possible
+
+
 def test_test_entities_are_never_in_fine_tuning_train(tasks, world):
     split = suite.entity_split(world)
     test_names = {e.name for e in world.entities if split[e.id] == "test"}
@@ -90,6 +107,14 @@ def test_cloze_candidates_are_distinct_and_of_the_right_kind(tasks, world):
     for e in tasks["fact_cloze"].train + tasks["fact_cloze"].test:
         assert len(set(e["endings"])) == len(e["endings"]) == 4
         assert len({kinds.get(x, "attribute") for x in e["endings"]}) == 1
+
+
+def test_subset_recomputes_the_majority(tasks):
+    t = tasks["kind_from_sentence"].subset(40, 20)
+    assert len(t.train) == 40 and len(t.test) == 20 and t.test == tasks["kind_from_sentence"].test[:20]
+    assert t.majority == pytest.approx(max(t.balance("test").values()))
+    with pytest.raises(ValueError):
+        t.subset(0, 10)
 
 
 def test_unknown_task_is_a_clear_error():

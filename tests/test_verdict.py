@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from ptlm_lite import verdict as V
-from ptlm_lite.verdict import NO_EFFECT, OPPOSITE, SHOWS_UP, TOO_NOISY, beats_baseline, majority_baseline, trend, verdict
+from ptlm_lite.verdict import (NO_EFFECT, OPPOSITE, SHOWS_UP, TOO_NOISY, beats_baseline, majority_baseline, trend,
+                               verdict)
 
 
 # --- t quantiles without scipy
@@ -116,7 +117,7 @@ def test_sentence_table_and_html_carry_the_numbers():
     v = verdict({"pre-trained": [0.81, 0.84, 0.80], "random init": [0.62, 0.60, 0.66], "other": [0.1, 0.2]},
                 better="pre-trained", worse="random init", min_effect=0.02, metric="accuracy", fmt="{:.3f}")
     s = v.sentence
-    assert s.startswith("Shows up") and "0.190" in s and "0.817" in s and "0.627" in s and "95% interval" in s
+    assert s.startswith("Claim: pre-trained beats random init on accuracy") and "Verdict: shows up." in s and "0.190" in s and "0.817" in s and "0.627" in s and "95% interval" in s
     assert str(v) == s
     t = v.table
     assert list(t.columns) == ["condition", "seeds", "mean", "std", "95% low", "95% high"]
@@ -124,7 +125,7 @@ def test_sentence_table_and_html_carry_the_numbers():
     assert t.loc[0, "mean"] == pytest.approx(0.81667, abs=1e-4)
     assert t.loc[0, "95% low"] < t.loc[0, "mean"] < t.loc[0, "95% high"]
     h = v._repr_html_()
-    assert "<table" in h and "Shows up" in h and "Welch" in h
+    assert "<table" in h and "Verdict: shows up" in h and "Welch" in h
     assert "Only" not in s                                 # three seeds: no warning
 
 

@@ -10,14 +10,18 @@ Whatever the kind, the same special tokens get the same ids, in this order::
 so masks, corruptions and heads can rely on ``tok.pad_id`` and friends without caring which
 tokenizer a chapter chose. ``<extra_id_i>`` are T5's sentinels for span corruption.
 
-``get_tokenizer(kind, vocab_size, corpus)`` trains once and caches the result as one JSON file
-in ``<cache>/tokenizers/`` (see :mod:`ptlm_lite.cache`); later calls load it in milliseconds.
+``shakespeare_tokenizer(kind)`` is the book's tokenizer of each kind (1,024 tokens trained on the
+training plays). ``get_tokenizer(kind, vocab_size, corpus)`` trains once and caches the result as
+one JSON file in ``<cache>/tokenizers/`` (see :mod:`ptlm_lite.cache`); later calls load it in
+milliseconds. Training is reproducible: the same texts give the same tokens with the same ids in
+every run, process and machine, whatever the kind (see ``_canonical_ids`` and friends below).
 Used in every chapter that tokenizes text.
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,7 +150,9 @@ class Tokenizer:
         return [self.encode(t) for t in texts]
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
-        ids = [int(i) for i in ids]  # accepts a list or a 1-D tensor
+        """The text of ``ids`` (a list or a 1-D tensor of ints in ``[0, vocab_size)``); special
+        tokens are left out unless ``skip_special_tokens=False``."""
+        ids = _check_ids(ids, self.vocab_size)
         if self._hf is not None:
             return self._hf.decode(ids, skip_special_tokens=skip_special_tokens)
         skip = self.all_special_ids if skip_special_tokens else set()
@@ -193,6 +199,21 @@ class Tokenizer:
 def _check_text(text, name: str) -> None:
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+
+
+def _check_ids(ids, vocab_size: int) -> list[int]:
+    """``ids`` as a list of ints, each in ``[0, vocab_size)``, or a clear error saying which is not."""
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        raise TypeError(f"ids must be a list or a 1-D tensor of token ids, got {type(ids).__name__}")
+    try:
+        ids = [operator.index(i) for i in ids]  # ints, numpy ints, 0-d integer tensors; no floats
+    except TypeError:
+        raise TypeError("ids must be a list or a 1-D tensor of integer token ids") from None
+    for pos, i in enumerate(ids):
+        if not 0 <= i < vocab_size:
+            raise ValueError(f"ids[{pos}] = {i} is not a token id: ids must be in "
+                             f"[0, vocab_size) = [0, {vocab_size})")
+    return ids
 
 
 # ----------------------------------------------------------------------------------------------
@@ -244,12 +265,14 @@ def train_tokenizer(kind: str, texts: Iterable[str], vocab_size: int = 8000,
     from tokenizers import Tokenizer as HFTokenizer
     from tokenizers import decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+    seeded = []  # tokens given to the trainer as specials only to fix their ids (see below)
     if kind == "wordpiece":
         hf = HFTokenizer(models.WordPiece(unk_token="[UNK]"))
         hf.normalizer = normalizers.NFC()  # cased: Shakespeare's names keep their capitals
         hf.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         hf.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials,
+        seeded = _wordpiece_alphabet(hf, texts)
+        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials + seeded,
                                             show_progress=False)
     elif kind == "bpe":
         hf = HFTokenizer(models.BPE())
@@ -272,15 +295,83 @@ def train_tokenizer(kind: str, texts: Iterable[str], vocab_size: int = 8000,
                                           max_piece_length=12, shrinking_factor=0.5,
                                           n_sub_iterations=1)
     hf.train_from_iterator(texts, trainer=trainer)
-    if kind in ("wordpiece", "bpe"):
+    if seeded:
+        hf = _drop_added_tokens(hf, keep=len(specials))
+    if kind == "unigram":
+        hf = _canonical_unigram(hf, len(specials))
+    else:
         hf = _canonical_ids(hf, len(specials))
     return Tokenizer(kind, n_sentinels, hf=hf)
 
 
+# Same corpus, same ids, in every run and every process. Hugging Face's trainers keep their
+# counts in hash maps whose seed is random per process (Rust's, not PYTHONHASHSEED), so whatever
+# depends on iteration order changes from run to run:
+#
+# - BPE and WordPiece number the characters and the "##" continuation forms in hash order, and
+#   when two pairs are equally frequent the merge with the smaller ids wins. Byte-level BPE has
+#   no "##" forms and its characters are numbered in sorted order, so only its final numbering
+#   needs sorting (_canonical_ids). WordPiece's "##" numbering also decides *which* merges win
+#   ties, hence which tokens exist: we give the trainer the alphabet and the "##" forms up front,
+#   in sorted order, so every run breaks ties alike.
+# - Unigram sums its EM statistics in hash order (different rounding in the last digits) and
+#   gives the characters EM dropped scores min_score, min_score + 1e-4, ... in hash order. Its
+#   pieces come out the same; _canonical_unigram makes their scores and order canonical.
+
+
+def _wordpiece_alphabet(hf, texts: list[str]) -> list[str]:
+    """The characters and ``##c`` continuation forms the WordPiece trainer would create, sorted.
+
+    A character continues a word when the pre-tokenizer keeps it together with the character
+    before it; that depends on the two characters only (whitespace and punctuation split), so
+    checking each distinct adjacent pair is exact, and much faster than pre-tokenizing the text.
+    """
+    text = hf.normalizer.normalize_str("\n".join(texts))
+
+    def word_of(s: str) -> list[str]:
+        return [w for w, _ in hf.pre_tokenizer.pre_tokenize_str(s)]
+
+    chars = sorted(c for c in set(text) if word_of(c) == [c])
+    continuing = sorted({b for a, b in set(zip(text, text[1:])) if word_of(a + b) == [a + b]})
+    return chars + ["##" + c for c in continuing]
+
+
+def _drop_added_tokens(hf, keep: int):
+    """Keep the first ``keep`` added (special) tokens: the rest were only seeded into the
+    vocabulary, where they stay as ordinary tokens."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    data = json.loads(hf.to_str())
+    data["added_tokens"] = [t for t in data["added_tokens"] if t["id"] < keep]
+    return HFTokenizer.from_str(json.dumps(data))
+
+
+def _canonical_unigram(hf, n_special: int, decimals: int = 4):
+    """Unigram pieces with canonical scores, ordered by score then string (specials first).
+
+    The scores differ between runs by rounding noise (~1e-11) and, for characters that EM
+    dropped and the trainer added back, by multiples of 1e-4 assigned in hash order. Those
+    characters sit at the bottom of the table, so every score within that band of the lowest
+    becomes the lowest; then all scores are rounded to ``decimals`` places (log-probabilities
+    this close segment text alike). The pieces themselves are the trainer's.
+    """
+    from tokenizers import Tokenizer as HFTokenizer
+
+    data = json.loads(hf.to_str())
+    vocab = data["model"]["vocab"]  # [[piece, score], ...]; ids are positions
+    special, learned = vocab[:n_special], vocab[n_special:]
+    low = min(score for _, score in learned)
+    band = 1e-4 * (sum(len(piece) == 1 for piece, _ in learned) + 1)  # room for every character
+    learned = [[piece, round(low if score < low + band else score, decimals)] for piece, score in learned]
+    learned.sort(key=lambda ps: (-ps[1], ps[0]))
+    data["model"]["vocab"] = special + learned
+    return HFTokenizer.from_str(json.dumps(data))
+
+
 def _canonical_ids(hf, n_special: int):
-    """Same corpus, same ids. The trainers number the alphabet in hash-map order, which changes
-    from run to run (the token set does not); renumber every non-special token in sorted order.
-    WordPiece and BPE look tokens up by string, so only the ids change."""
+    """Renumber every non-special token in sorted order: the trainers number tokens partly in
+    hash-map order, which changes from run to run. WordPiece and BPE look tokens up by string,
+    so only the ids change."""
     from tokenizers import Tokenizer as HFTokenizer
 
     data = json.loads(hf.to_str())
@@ -305,11 +396,17 @@ def _corpus_texts(corpus: str) -> list[str]:
     raise ValueError(f"unknown corpus {corpus!r}; corpus must be one of {CORPORA}")
 
 
+# Bumped when a kind's training changes its result, so that no machine keeps loading a
+# tokenizer that a fresh training would not reproduce (v2: deterministic WordPiece and Unigram).
+_TRAINING_VERSION = {"wordpiece": 2, "unigram": 2}
+
+
 def tokenizer_path(kind: str, vocab_size: int, corpus: str, n_sentinels: int) -> Path:
     from ..cache import subdir
 
     size = "chars" if kind == "char" else str(vocab_size)
-    return subdir("tokenizers") / f"{corpus}-{kind}-{size}-s{n_sentinels}.json"
+    version = f"-v{_TRAINING_VERSION[kind]}" if kind in _TRAINING_VERSION else ""
+    return subdir("tokenizers") / f"{corpus}-{kind}-{size}-s{n_sentinels}{version}.json"
 
 
 def get_tokenizer(kind: str = "wordpiece", vocab_size: int = 8000, corpus: str = "shakespeare",
@@ -338,3 +435,16 @@ def get_tokenizer(kind: str = "wordpiece", vocab_size: int = 8000, corpus: str =
         tok = train_tokenizer(kind, _corpus_texts(corpus), vocab_size, n_sentinels)
         tok.save(path)
     return tok
+
+
+def shakespeare_tokenizer(kind: str, vocab_size: int = 1024, n_sentinels: int = 0) -> Tokenizer:
+    """The book's tokenizer of ``kind`` trained on the training plays, cached after the first call.
+
+    One factory for every chapter: ``shakespeare_tokenizer("wordpiece")`` is BERT's and
+    ``shakespeare_tokenizer("bpe")`` GPT's (1,024 tokens and no sentinels: a small vocabulary,
+    so that a tiny model sees every token often). Span corruption needs sentinels, e.g.
+    ``shakespeare_tokenizer("unigram", n_sentinels=100)``. ``kind`` is one of ``KINDS``;
+    ``vocab_size`` is ignored for ``"char"``. Used in the GPT and BERT chapters.
+    """
+    _check_kind(kind)
+    return get_tokenizer(kind, vocab_size, corpus="shakespeare", n_sentinels=n_sentinels)

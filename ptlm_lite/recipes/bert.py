@@ -104,7 +104,7 @@ def pretraining_batches(tok, *, batch_size: int = 24, max_len: int = 32, seed: i
 
 def pretrain(model, *, steps: int, batch_size: int = 24, max_len: int = 32, lr: float = 5e-3,
              warmup: int = 40, nsp: bool = True, seed: int = 0, keep: tuple = (), tok=None,
-             batches: Callable | None = None, **train_kw):
+             batches: Callable | None = None, callback: Callable | None = None, **train_kw):
     """Pre-train ``model`` (a :class:`BertForPreTraining`) on ``batches`` (default
     :func:`pretraining_batches` of the book's tokenizer): MLM (+ NSP unless ``nsp=False``, as RoBERTa).
 
@@ -119,12 +119,14 @@ def pretrain(model, *, steps: int, batch_size: int = 24, max_len: int = 32, lr: 
     get = batches if nsp else (lambda step: {k: v for k, v in batches(step).items() if k != "nsp_labels"})
     checkpoints = {}
 
-    def callback(step, loss):
+    def keep_checkpoints(step, loss):
         if step in keep:
             checkpoints[step] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if callback is not None:
+            callback(step, loss)
 
     history = train(model, get, steps=steps, lr=lr, warmup=min(warmup, steps - 1), schedule="constant",
-                    seed=seed, desc="pre-training BERT", callback=callback, **train_kw)
+                    seed=seed, desc="pre-training BERT", callback=keep_checkpoints, **train_kw)
     history.checkpoints = checkpoints
     return history
 
