@@ -152,6 +152,9 @@ def run(kind: str, preset: str, args, peak: float) -> dict:
     models = {"ptlm_lite": ours.train(), "transformers": hf.train()}
     opts = {name: torch.optim.AdamW(m.parameters(), lr=1e-4, fused=args.fused or None)
             for name, m in models.items()}
+    compile_s = {}
+    if args.compile:
+        models = {name: torch.compile(m) for name, m in models.items()}
     g = torch.Generator().manual_seed(0)
     batches = [(gpt_batch if kind == "gpt" else bert_batch)(B, T, g) for _ in range(4)]
     steps = [losses(kind, b) for b in batches]
@@ -166,8 +169,8 @@ def run(kind: str, preset: str, args, peak: float) -> dict:
             opt.step()
         return time.perf_counter() - t
 
-    for name in models:                  # warm-up: allocator, oneDNN kernels, optimizer state
-        train_steps(name, args.warmup)
+    for name in models:                  # warm-up: allocator, oneDNN kernels, optimizer state (and compiling)
+        compile_s[name] = train_steps(name, args.warmup)
     tps = {name: [] for name in models}
     for _ in range(args.rounds):         # interleaved: A B A B ...
         for name in models:
@@ -179,7 +182,8 @@ def run(kind: str, preset: str, args, peak: float) -> dict:
         flops["useful"] = flops_per_token(kind, s, T, ours.config.vocab_size, head_fraction=masked)
     row = {"model": "GPT-2" if kind == "gpt" else "BERT-MLM", "preset": "quick" if args.quick else preset,
            "sizes": s, "seq_len": T, "batch": B, "vocab": ours.config.vocab_size,
-           "masked_fraction": round(masked, 4), "flops_per_token": flops, "impl": {}}
+           "masked_fraction": round(masked, 4), "flops_per_token": flops, "impl": {},
+           "compile_seconds": compile_s if args.compile else None}
     for name, v in tps.items():
         med = statistics.median(v)
         row["impl"][name] = {"tokens_per_s": v, "median": med, "min": min(v), "max": max(v),
@@ -217,7 +221,10 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3, help="untimed steps per model")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per model (interleaved)")
     ap.add_argument("--steps", type=int, default=5, help="steps per round")
-    ap.add_argument("--fused", action="store_true", help="torch.optim.AdamW(fused=True) for both")
+    ap.add_argument("--no-fused", dest="fused", action="store_false",
+                    help="plain torch.optim.AdamW for both (default: fused=True for both, as ptlm_lite.train uses)")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile both models (compile time reported apart, not in tokens/s)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
     if args.quick:
@@ -237,14 +244,14 @@ def main(argv=None) -> int:
               "threads": args.threads, "torch": torch.__version__, "transformers": transformers.__version__,
               "load_average": {"before": load_before, "after": load_average()},
               "matmul": {"shape": [M, K, N], "flops_before": peak, "flops_after": peak_after},
-              "fused_adamw": args.fused, "rows": rows}
+              "fused_adamw": args.fused, "compile": args.compile, "rows": rows}
 
     print(f"{result['cpu']}, {args.threads} threads, torch {torch.__version__}, transformers "
           f"{transformers.__version__}, {result['date']}; load average {load_before} -> {load_average()}")
     print(f"fp32 matmul (torch.mm {M}x{K} @ {K}x{N}): {peak / 1e9:.1f} GFLOP/s "
           f"(again at the end: {peak_after / 1e9:.1f}); fractions below use the first")
     print(f"batch {args.batch} x {args.seq_len} tokens; dropout {args.dropout}; AdamW"
-          f"{' fused' if args.fused else ''}; {args.rounds} interleaved rounds of {args.steps} steps "
+          f"{' fused' if args.fused else ''}{'; torch.compile' if args.compile else ''}; {args.rounds} interleaved rounds of {args.steps} steps "
           f"after {args.warmup} warm-up steps")
     print("FLOPs per token = 6*N + 12*L*T*d, N = matmul weights incl. the vocabulary head (d*V; BERT: + d*d); "
           "BERT 'useful' counts the head only at the masked fraction of positions\n")
@@ -259,6 +266,10 @@ def main(argv=None) -> int:
             ratio = f"{r['speedup']:.2f}x" if name == "ptlm_lite" else "1"
             print(f"{r['model']:<9} {r['preset']:<6} {name:<13} {v['median']:>17,.0f} "
                   f"{v['min']:>7,.0f}-{v['max']:<7,.0f} {ratio:>6} {mfu:>11}")
+    if args.compile:
+        print("\nwarm-up seconds (torch.compile included, not in tokens/s): " + "; ".join(
+            f"{r['model']} {r['preset']}: " + ", ".join(f"{k} {v:.1f} s" for k, v in r["compile_seconds"].items())
+            for r in rows))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)

@@ -3,6 +3,7 @@
     python benchmarks/chapter_times.py                    # every notebook in _toc.yml (+ new chapters/)
     python benchmarks/chapter_times.py chapters/gpt.ipynb # only these
     python benchmarks/chapter_times.py --scale small      # set SCALE = "small" in the parameters cell
+    python benchmarks/chapter_times.py --page-only        # only rewrite book/timings.md from the JSON
 
 Each notebook runs in a fresh kernel (nbclient), offline (``HF_HUB_OFFLINE=1`` and friends) and
 with its own empty temporary ``PTLM_CACHE``, so nothing trained or downloaded earlier is reused:
@@ -14,7 +15,8 @@ Recorded per notebook: wall time of all cells (kernel start-up excluded), peak r
 the kernel process (``VmHWM`` from ``/proc/<pid>/status``, read just before the kernel shuts
 down; ``ru_maxrss`` of the children where /proc does not exist), and the load average. The
 results go to ``benchmarks/chapter_times.json`` with a description of the machine; then
-``book/timings.ipynb``, which displays that file, is re-executed so that the book shows them.
+``book/timings.md``, the book's page of timings, is written from that file (a Markdown page with a
+table, which the book renders as an HTML table; it has no code, so no launch button either).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "chapter_times.json"
-PAGE = ROOT / "book" / "timings.ipynb"        # the page that shows the results (not timed itself)
+PAGE = ROOT / "book" / "timings.md"           # the page that shows the results (written from OUT)
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "HF_HUB_DISABLE_TELEMETRY": "1"}
 
@@ -169,6 +171,61 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+PAGE_INTRO = """\
+# How long each chapter takes on a 2-core CPU
+
+Every chapter trains its models for real, at the `tiny` scale by default. The table below is how
+long each notebook took to run from top to bottom in a fresh kernel, with an empty model cache (so
+every model it needs is trained, not loaded), offline, and how much memory the kernel needed at
+its peak. It is read from `benchmarks/chapter_times.json`, which `python benchmarks/chapter_times.py`
+writes, and this page is written from that file; nothing here is typed in.
+
+A chapter that starts from another chapter's model (say, fine-tuning the pre-trained GPT) trains
+that model first when the cache is empty, and its time includes it. Run the same chapter a second
+time and the cached model makes it faster. Times on a busy machine are longer: the load average
+(the number of processes wanting a CPU, averaged over the minute before each chapter started) is
+in the table; on 2 cores, anything above 2 means the chapter shared its CPU.
+"""
+
+
+def _cell(text: str) -> str:
+    """Text for one cell of a Markdown pipe table (a ``|`` would end the cell)."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def page(result: dict) -> str:
+    """The Markdown of ``book/timings.md`` for ``result`` (the contents of chapter_times.json).
+
+    A MyST pipe table, which the book renders as an HTML ``<table>``. Notebooks that no longer
+    exist are left out; a chapter in the table of contents links to its page."""
+    m = result["machine"]
+    rows = ["| chapter | notebook | seconds | peak memory (MB) | load average |",
+            "|:---|:---|---:|---:|---:|"]
+    shown = [c for c in result["chapters"] if (ROOT / c["file"]).exists()]
+    for c in shown:
+        load = f"{c['load_average_start'][0]:.1f}" if c.get("load_average_start") else "-"
+        status = "" if c["status"] == "ok" else f" (**{c['status']}**)"
+        name = _cell(c["title"] or c["file"])
+        if c.get("in_toc", True):
+            name = f"[{name}](../{c['file']})"
+        peak = f"{c['peak_rss_mb']:,}" if c.get("peak_rss_mb") is not None else "-"
+        rows.append(f"| {name}{status} | `{c['file']}` | {c['seconds']:.0f} | {peak} | {load} |")
+    total = sum(c["seconds"] for c in shown)
+    machine_line = (f"Measured on {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB "
+                    f"of memory, {m['platform'].split('-with-')[0]}, Python {m['python']}, PyTorch "
+                    f"{m['torch']} ({m['torch_threads']} threads, {m['cpu_capability']} kernels); "
+                    f"scale: {result['scale']}.")
+    return "\n".join([
+        "% Written by benchmarks/chapter_times.py from benchmarks/chapter_times.json: do not edit by",
+        "% hand (python benchmarks/chapter_times.py --page-only rewrites it from the JSON).",
+        PAGE_INTRO, machine_line, "", *rows, "",
+        f"All of them, one after the other: {total / 60:.0f} minutes.", ""])
+
+
+def write_page(result: dict, path: pathlib.Path = PAGE) -> None:
+    path.write_text(page(result))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("notebooks", nargs="*", type=pathlib.Path, help="default: every notebook of the book")
@@ -176,8 +233,14 @@ def main(argv=None) -> int:
                     help="set SCALE in each chapter's parameters cell (default: leave the notebook's own)")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
     ap.add_argument("--out", type=pathlib.Path, default=OUT, help=f"default: {OUT.relative_to(ROOT)}")
-    ap.add_argument("--no-page", action="store_true", help=f"do not re-execute {PAGE.relative_to(ROOT)}")
+    ap.add_argument("--no-page", action="store_true", help=f"do not rewrite {PAGE.relative_to(ROOT)}")
+    ap.add_argument("--page-only", action="store_true",
+                    help=f"run nothing: rewrite {PAGE.relative_to(ROOT)} from {OUT.relative_to(ROOT)}")
     args = ap.parse_args(argv)
+    if args.page_only:
+        write_page(json.loads(OUT.read_text()))
+        print(f"wrote {PAGE.relative_to(ROOT)} from {OUT.relative_to(ROOT)}")
+        return 0
     todo = ([(p.resolve(), None) for p in args.notebooks] if args.notebooks else notebooks())
     result = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "machine": machine(),
               "scale": args.scale or "as committed (tiny)", "chapters": []}
@@ -194,12 +257,9 @@ def main(argv=None) -> int:
     print(f"\n{m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; torch {m['torch']}; {result['date']}")
     print(table(result))
     print(f"\nwrote {args.out}")
-    if not args.no_page and args.out == OUT and PAGE.exists():
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from execute import execute, package_hash  # the book's own executor: same hash bookkeeping
-
-        execute(PAGE, package_hash())
-        print(f"re-executed {PAGE.relative_to(ROOT)}")
+    if not args.no_page and args.out == OUT:
+        write_page(result)
+        print(f"wrote {PAGE.relative_to(ROOT)}")
     return 1 if any(r["status"] != "ok" for r in result["chapters"]) else 0
 
 

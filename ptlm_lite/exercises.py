@@ -479,12 +479,26 @@ _question("why divide by √d", "transformer",
            "It keeps the variance of the scores near 1 whatever d, so the softmax does not saturate.",
            "It makes each row of attention weights sum to one, like a distribution.",
            "It stops a query from attending to positions later than its own."], 1)
+_question("what teacher forcing feeds", "transformer",
+          "When the date model trains with teacher forcing, what does the decoder read at target position t?",
+          ["Its own prediction from position t − 1, as it will at test time.",
+           "The true target characters before position t: the target shifted one place right behind <bos>.",
+           "The whole true target, the character at t included; only the loss hides it.",
+           "Nothing but the encoder's output: the target enters through the loss alone."], 1)
 _question("why a causal mask", "gpt",
           "Why does GPT's pre-training use a causal mask?",
           ["It halves the memory, since half of the attention scores need not be stored.",
            "It stops the model from attending to the padding at the end of a batch.",
            "Each position predicts the next token, so it must not see that token or later ones.",
            "The fine-tuning tasks are read left to right, so pre-training must match them."], 2)
+_question("what a task must need", "gpt",
+          "An earlier version of the GPT chapter fine-tuned on sentences such as \"Pibrou is a small city in "
+          "Semoria.\", labelled person, city, country or organisation. Why could that task not test the "
+          "claim that pre-training helps?",
+          ["The sentences are too short for attention to matter, so any model does equally well.",
+           "The kind word is in the input, so weights trained on the labelled examples alone learn it too.",
+           "Accuracy cannot be compared with chance when there are four classes.",
+           "A single sentence has no [delim] token, so GPT's input transformation does not apply."], 1)
 _question("why not always [MASK]", "bert",
           "Why does BERT turn only 80% of the selected tokens into [MASK] (10% random, 10% unchanged)?",
           ["[MASK] never appears in fine-tuning, so every real token must be represented well too.",
@@ -497,12 +511,26 @@ _question("what pre-LN changes", "gpt2",
            "It normalises after adding the residual, computing norm(x + f(x)).",
            "Each sublayer reads norm(x) and adds its output to x, so the residual sum is never normalised.",
            "It moves every LayerNorm into the feed-forward sublayers only."], 2)
+_question("a zero-shot score at the majority share", "gpt2",
+          "A zero-shot classifier scores 53% accuracy on a four-class test set in which 53% of the documents "
+          "are about people. What can you conclude?",
+          ["The model has learnt about half of the task.",
+           "Nothing yet: always answering 'person' also scores 53%; look at the per-class accuracy first.",
+           "It beats chance (25% for four classes), so zero-shot transfer shows up.",
+           "It needs calibration, which is certain to raise its accuracy."], 1)
 _question("why no weight stores the answer", "gpt3",
           "In this chapter's in-context tasks, why can no weight of the model store the answers?",
           ["The model is too small to memorise all the mappings it is trained on.",
            "The mapping x → y is drawn afresh for every sequence, so only the context tells it.",
            "The answer tokens are left out of the loss during training.",
            "The embeddings are frozen, so the answers cannot be stored in them."], 1)
+_question("what recall accuracy measures", "gpt3",
+          "On the recall family (a random mapping per sequence), 8-shot accuracy equals the share of queries "
+          "already shown among the demonstrations, plus chance on the others. What does it measure?",
+          ["How well the model infers the mapping's rule from the demonstrations.",
+           "Copying: a random mapping gives no clue to an unseen query, so this is the ceiling of any reader.",
+           "How many of the mappings the model memorised during training.",
+           "Nothing: accuracy above chance at 8 shots is noise."], 1)
 
 
 def explanation(name: str) -> str | None:

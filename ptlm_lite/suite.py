@@ -3,7 +3,8 @@
 A fine-tuning task can test a pre-training claim only if pre-training is what it needs. The
 synthetic world's sentences state an entity's kind in words ("X is a large *city* in Y"), so
 classifying them is solved from the surface: random weights reach ~100% in a hundred steps and
-pre-training has nothing to add. The suite therefore asks about **facts**. The book pre-trains
+pre-training has nothing to add. The suite therefore asks about **facts**, and about the **kinds of
+words** the documents put in each slot (what a tiny model does learn). The book pre-trains
 every model on ``make_world(0)``'s documents (``recipes.bert.world_documents``,
 ``recipes.gpt.lm_corpus``); the
 tasks below are built from the same world, and their inputs name an entity without stating the fact:
@@ -12,6 +13,8 @@ tasks below are built from the same world, and their inputs name an entity witho
     favourite_colour     "Kotheth Sheal"                             orange (8 colours)   facts
     relation_check       "Kotheth Sheal was born in" + "Drothobais"  yes / no             facts
     fact_cloze           "Kotheth Sheal works for" + 4 candidates    the right one        facts
+    slot_filler          "The favourite colour of Kotheth Sheal is"  "red"                word kinds
+                         + "red" / "farmer"
     kind_from_name       "Kotheth Sheal"                             person (4 kinds)     surface
     kind_from_sentence   "Kotheth Sheal is a 36-year-old sailor."    person (4 kinds)     surface
 
@@ -20,19 +23,28 @@ is about an entity whose facts are in the pre-training documents but about which
 saw nothing (friendship is symmetric, so a training example never names a test person as a
 friend). Fine-tuning teaches the *format*; only pre-training can supply the test answers.
 
+The book's tiny models do not learn the facts: each is stated once, a name is 4 to 6 word pieces,
+and at tiny scale the three fact tasks stay at chance, pre-trained or not. ``slot_filler`` asks
+what the same documents do teach a tiny model: which *kind* of word goes in a slot. A colour and
+an occupation compete for "The favourite colour of X is" or "X is a 36-year-old"; the test's 12
+words never occur in fine-tuning, so random weights have nothing to go on, while pre-training put
+each of them in its slot 5 to 20 times. Occupations are longer than colours (4 or 5 word pieces
+against 2 or 3), a shortcut a random-weights encoder learns at once from the interaction of slot
+and length, so fine-tuning uses only the 8 words of 3 pieces (:data:`FILLER_TRAIN_WORDS`).
+
 Two tasks are labelled ``needs_pretraining=False`` and kept as the contrast:
 ``kind_from_sentence`` has the kind word in the input, and ``kind_from_name`` is solved by the
 world's naming scheme (countries end in "-ia", organisations in "Ltd", "& Co" or "Guild", people
 have two words and cities one). :func:`surface_baseline` measures this per task: a logistic
 regression on bags of character n-grams of the input, trained on the fine-tuning split. It
 solves ``kind_from_sentence``, beats the majority share by far on ``kind_from_name``, and does no
-better than a constant answer on the three others (``tests/test_suite.py`` checks both).
+better than a constant answer on the four others (``tests/test_suite.py`` checks both).
 
 Every task has fixed splits (same world seed, same examples), its ``majority`` share (the best
-any constant answer does on the test split) and its ``chance`` (uniform guessing). The relation
-and cloze tasks are balanced by construction; the others report their majority share. Negatives
-and distractors are the split's right answers, shuffled: every city, company or colour is exactly
-as often right as wrong, so "pick the most frequent city" is no shortcut.
+any constant answer does on the test split) and its ``chance`` (uniform guessing). The relation,
+cloze and slot-filler tasks are balanced by construction; the others report their majority share.
+Negatives and distractors are the split's right answers, shuffled: every city, company, colour or
+occupation is exactly as often right as wrong, so "pick the most frequent city" is no shortcut.
 
 Used with :mod:`ptlm_lite.finetune` in ``chapters/bert.ipynb`` and ``chapters/gpt.ipynb``::
 
@@ -301,6 +313,63 @@ def _favourite_colour(world, split, sentences) -> Task:
                      "compare with the majority share."))
 
 
+# The slot filler's words. Colours are short and occupations long ("red" is 2 word pieces,
+# "librarian" 5), so a model can tell the two kinds apart by length alone, and a random-weights
+# model learns that shortcut from any fine-tuning set that rewards it. Fine-tuning therefore uses
+# only words of 3 pieces in both book tokenizers (WordPiece and byte-level BPE), where length
+# says nothing; the test asks about the other 12 words, never seen in fine-tuning.
+FILLER_TRAIN_WORDS = {"colour": ("green", "yellow", "purple"),
+                      "occupation": ("baker", "pilot", "doctor", "painter", "sailor")}
+FILLER_COPIES = 2  # each (colour, occupation, slot) question asked about this many people
+
+
+def _slot_filler(world, split, sentences) -> Task:
+    from .data.world import COLOURS, OCCUPATIONS
+
+    rng = _rng(world, "slot_filler")
+    pools = {"colour": COLOURS, "occupation": OCCUPATIONS}
+    words = {"train": {k: [w for w in v if w in FILLER_TRAIN_WORDS[k]] for k, v in pools.items()},
+             "test": {k: [w for w in v if w not in FILLER_TRAIN_WORDS[k]] for k, v in pools.items()}}
+    prompts = {"colour": lambda p: f"The favourite colour of {p.name} is",
+               "occupation": lambda p: f"{p.name} is a {p.attributes['age']}-year-old"}
+    people = world.of_kind("person")
+
+    def evidence(slot: str, word: str) -> str:
+        """The first pre-training sentence where ``word`` fills ``slot`` (someone's document)."""
+        p = next((p for p in people if p.attributes[slot] == word), None)
+        if p is None:
+            raise RuntimeError(f"no document of world {world.seed} has {word!r} as a {slot}")
+        return _evidence(sentences, p, f"{prompts[slot](p)} {word}.")
+
+    out = {"train": [], "test": []}
+    for part in ("train", "test"):
+        askable = [p for p in people if split[p.id] == part]
+        for colour in words[part]["colour"]:
+            for occupation in words[part]["occupation"]:
+                for slot in ("colour", "occupation"):
+                    right, wrong = (colour, occupation) if slot == "colour" else (occupation, colour)
+                    for _ in range(FILLER_COPIES):
+                        p = rng.choice(askable)
+                        out[part].append({"context": prompts[slot](p), "endings": [right, wrong], "label": 0,
+                                          "entity": p.name, "slot": slot, "evidence": evidence(slot, right)})
+        rng.shuffle(out[part])
+        for i, ex in enumerate(out[part]):  # the right ending goes to each position equally often
+            if i % 2:
+                ex["endings"], ex["label"] = ex["endings"][::-1], 1
+    return _task(
+        "slot_filler", "choice", ("1", "2"), out, needs_pretraining=True,
+        description=("Which word fills the slot? \"The favourite colour of X is\" or \"X is a 36-year-old\", "
+                     "then two endings: a colour and an occupation. The test's 12 words never occur in "
+                     "fine-tuning (which uses green, yellow, purple, baker, pilot, doctor, painter and sailor, "
+                     "all of 3 word pieces, so that length gives nothing away); the pre-training documents put "
+                     "each of them in its slot 5 to 20 times. A random-weights model cannot tell an "
+                     "unseen word's kind; a pre-trained one can, if reading the documents taught it. Each "
+                     "question pairs a colour with an occupation in both slots, so every word is as often "
+                     "right as wrong, and the right position is balanced. The right ending is the kind of word "
+                     "the slot takes, not necessarily that person's own colour or occupation: the task asks "
+                     "what kind of word goes where, not a fact."))
+
+
 def _kind_from_name(world, split, sentences) -> Task:
     from .data.world import KINDS as ENTITY_KINDS
 
@@ -349,6 +418,7 @@ _BUILDERS = {
     "favourite_colour": _favourite_colour,
     "relation_check": _relation_check,
     "fact_cloze": _fact_cloze,
+    "slot_filler": _slot_filler,
     "kind_from_name": _kind_from_name,
     "kind_from_sentence": _kind_from_sentence,
 }

@@ -1,10 +1,12 @@
 """The evaluation suite: fixed splits, honest baselines, and test facts that only pre-training saw."""
+import re
 from collections import Counter
 
 import pytest
 
 from ptlm_lite import suite
 from ptlm_lite.data import make_world
+from ptlm_lite.data.world import COLOURS, OCCUPATIONS
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +24,7 @@ def test_the_suite_has_every_form_and_flags_the_surface_tasks(tasks):
     assert {t.kind for t in tasks.values()} == {"single", "pair", "choice"}
     assert not tasks["kind_from_sentence"].needs_pretraining
     assert not tasks["kind_from_name"].needs_pretraining
-    assert all(tasks[n].needs_pretraining for n in ("favourite_colour", "relation_check", "fact_cloze"))
+    assert all(tasks[n].needs_pretraining for n in ("favourite_colour", "relation_check", "fact_cloze", "slot_filler"))
     for t in tasks.values():
         assert t.description and t.labels and t.train and t.test
         assert t.chance == pytest.approx(1 / len(t.labels))
@@ -43,7 +45,7 @@ def test_balanced_or_majority_reported(tasks):
         assert sum(shares.values()) == pytest.approx(1)
         assert t.majority == pytest.approx(max(shares.values()))  # what a constant answer scores at best
         assert t.majority >= t.chance
-    for name in ("relation_check", "fact_cloze"):  # balanced by construction
+    for name in ("relation_check", "fact_cloze", "slot_filler"):  # balanced by construction
         for split in ("train", "test"):
             assert max(tasks[name].balance(split).values()) <= tasks[name].chance + 0.01
     assert tasks["kind_from_sentence"].majority > 0.6  # mostly people: the majority share is the bar
@@ -131,3 +133,64 @@ def test_surface_baseline_solves_the_surface_tasks_only(tasks):
             assert s["accuracy"] <= t.majority + 0.05, (t.name, s["accuracy"])
         else:
             assert s["accuracy"] > t.majority + 0.15, (t.name, s["accuracy"])
+
+
+# ----------------------------------------------------------------------------------------------
+# slot_filler: the kind of word a slot takes, asked about words fine-tuning never shows
+
+
+def _words(text):
+    return set(re.findall(r"[a-z]+", text))
+
+
+def test_slot_filler_pairs_a_colour_with_an_occupation_and_the_right_one_fits(tasks):
+    kinds = {**{c: "colour" for c in COLOURS}, **{o: "occupation" for o in OCCUPATIONS}}
+    for split in ("train", "test"):
+        questions = getattr(tasks["slot_filler"], split)
+        for e in questions:
+            assert sorted(kinds[w] for w in e["endings"]) == ["colour", "occupation"]
+            assert kinds[e["endings"][e["label"]]] == e["slot"]
+            assert e["context"].endswith(" is" if e["slot"] == "colour" else "-year-old")
+        # every word is as often right as wrong, and each slot is asked as often as the other
+        right = Counter(e["endings"][e["label"]] for e in questions)
+        wrong = Counter(w for e in questions for i, w in enumerate(e["endings"]) if i != e["label"])
+        assert right == wrong
+        assert Counter(e["slot"] for e in questions) == {"colour": len(questions) // 2,
+                                                          "occupation": len(questions) // 2}
+
+
+def test_slot_filler_test_words_never_occur_in_fine_tuning(tasks):
+    t = tasks["slot_filler"]
+    train_words = {w for e in t.train for w in e["endings"]}
+    test_words = {w for e in t.test for w in e["endings"]}
+    assert train_words == {w for ws in suite.FILLER_TRAIN_WORDS.values() for w in ws}
+    assert test_words == set(COLOURS + OCCUPATIONS) - train_words and len(test_words) == 12
+    seen = set().union(*(_words(e["context"] + " " + " ".join(e["endings"])) for e in t.train))
+    assert not test_words & seen  # not as an ending, not inside a context either
+
+
+def test_slot_filler_words_fill_their_slot_in_the_pretraining_documents(tasks, world):
+    """What pre-training can teach: each test word fills its slot in a dozen documents or more."""
+    text = world.text()
+    for c in COLOURS:
+        assert len(re.findall(rf"favourite colour of [A-Za-z ]+ is {c}\.", text)) >= 10, c
+    for o in OCCUPATIONS:
+        assert len(re.findall(rf"-year-old {o}\.", text)) >= 5, o
+    for e in tasks["slot_filler"].test:
+        assert e["evidence"] in text and e["evidence"].rstrip(".").endswith(e["endings"][e["label"]])
+
+
+@pytest.mark.slow
+def test_slot_filler_training_words_have_one_length_in_both_book_tokenizers():
+    """Fine-tuning words of 3 pieces each: length, which tells an occupation from a colour among the
+    test words, is no signal during fine-tuning (loads the book's two tokenizers)."""
+    from ptlm_lite.data import shakespeare_tokenizer
+
+    for tok, prefix in ((shakespeare_tokenizer("wordpiece"), ""), (shakespeare_tokenizer("bpe"), " ")):
+        lengths = {w: len(tok.encode(prefix + w)) for ws in suite.FILLER_TRAIN_WORDS.values() for w in ws}
+        assert set(lengths.values()) == {3}, lengths
+        # ...while among the test words every occupation is longer than every colour: the shortcut
+        # a model fine-tuned on all 20 words would learn, and the reason for the length-matched split
+        test_len = {w: len(tok.encode(prefix + w)) for w in COLOURS + OCCUPATIONS if w not in lengths}
+        longest_colour = max(test_len[c] for c in COLOURS if c in test_len)
+        assert all(test_len[o] > longest_colour for o in OCCUPATIONS if o in test_len)

@@ -324,3 +324,17 @@ def test_training_curve_from_history_and_callback_contract():
     assert curve.steps == [1, 2, 3, 4, 5] and curve.losses == pytest.approx(hist.losses)
     again = viz.TrainingCurve.from_history(hist)
     assert again.losses == pytest.approx(hist.losses)
+
+
+def test_diagram_draws_boxes_arrows_and_links_from_text():
+    from ptlm_lite.viz import diagram, diagram_svg
+    svg = diagram_svg("ids\nEmbeddings: token + position\nStack × N: causal mask\n---\nother\nbox",
+                      links=[(0, 2, 1, 1, "cross")], title="t")
+    assert svg.count("<rect") == 5 and svg.count("marker-end") == 3 + 1   # 3 in-column arrows + 1 link
+    assert "causal mask" in svg and "Stack × N" in svg and "cross" in svg
+    assert "<script" not in svg                      # static: works without a kernel
+    assert "svg" in diagram("a\nb")._repr_html_()
+    with pytest.raises(ValueError, match="links entry"):
+        diagram_svg("a\nb", links=[(0, 5, 0, 0)])
+    with pytest.raises(ValueError, match="spec must be a non-empty string"):
+        diagram_svg("  ")

@@ -111,7 +111,9 @@ def from_hf(hf_model) -> BertForPreTraining:
 
 
 def from_pretrained_hf(name: str = "bert-base-uncased") -> BertForPreTraining:
-    """Download a real checkpoint from the Hugging Face Hub (online only; never in tests)::
+    """Download a real checkpoint from the Hugging Face Hub (online only; never in tests).
+
+    For example::
 
         model = from_pretrained_hf("bert-base-uncased")   # 110M parameters, about 440 MB
         tok = transformers.AutoTokenizer.from_pretrained("bert-base-uncased")

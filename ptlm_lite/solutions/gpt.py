@@ -7,6 +7,13 @@ EXPLANATIONS = {
         "it could copy the answer, and the model would learn nothing usable for generation, where the "
         "future does not exist yet. The mask keeps training and generation alike: each position sees "
         "only itself and what came before."),
+    "what a task must need": (
+        "A test of \"pre-training helps\" needs a task whose answer the fine-tuning data cannot teach: "
+        "otherwise randomly initialised weights learn it from the labelled examples and pre-training has "
+        "nothing to add. \"city\", \"country\", \"company\" or \"-year-old\" in the sentence gives the "
+        "class away. (The test set was also mostly people, so a constant \"person\" looked like learning: "
+        "compare with the majority class, not with chance.) The suite's relation_check asks instead for a "
+        "fact that only the pre-training documents state, about entities fine-tuning never shows."),
 }
 
 

@@ -13,6 +13,12 @@ EXPLANATIONS = {
         "Each training sequence draws a new mapping from input symbols to labels (a random lookup table, "
         "or a shift by a random offset). The same query has different answers in different sequences, so "
         "a weight can only store how to read the demonstrations, not what they say."),
+    "what recall accuracy measures": (
+        "In a recall task each input's label is drawn at random, so the demonstrations of other inputs say "
+        "nothing about an input not yet shown: the best any reader can do is copy a demonstrated answer and guess "
+        "the rest, which scores share-seen + (1 - share-seen) / 8. A model on that curve copies perfectly; it "
+        "shows nothing about inferring a rule. Only queries that were not demonstrated, in a family with a rule "
+        "(shift, reverse), can show that."),
 }
 
 

@@ -10,9 +10,11 @@ package. Introduced in ``book/widgets.ipynb`` ("How to use the widgets").
 * :func:`attention_heatmaps`, :func:`bertviz_head_view`, :func:`bertviz_model_view` - attention maps
 * :func:`comparison_table` - a table that filters and sorts in the browser
 * :class:`TrainingCurve`, :func:`live_loss_plot` - a loss curve, live in a kernel, one clean figure after
+* :func:`diagram` - an architecture diagram drawn from a few lines of text (inline SVG)
 """
 from .attention_views import attention_heatmaps, bertviz_head_view, bertviz_model_view
 from .curves import TrainingCurve, live_loss_plot
+from .diagram import diagram, diagram_svg
 from .mask_views import mask_explorer, mask_table_html, permutation_explorer
 from .stepper import stepper
 from .tables import ComparisonTable, comparison_table
@@ -20,5 +22,5 @@ from .tables import ComparisonTable, comparison_table
 __all__ = [
     "stepper", "mask_explorer", "mask_table_html", "permutation_explorer", "attention_heatmaps",
     "bertviz_head_view", "bertviz_model_view", "comparison_table", "ComparisonTable",
-    "TrainingCurve", "live_loss_plot",
+    "TrainingCurve", "live_loss_plot", "diagram", "diagram_svg",
 ]

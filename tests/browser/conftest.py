@@ -120,6 +120,20 @@ class Visit:
     errors: list = field(default_factory=list)
     outside: list = field(default_factory=list)
     seconds: float = 0.0
+    facts: dict = field(default_factory=dict)   # what the page shows: see FACTS
+
+
+# Read once per page after it rendered, for the tests that look at what a reader sees.
+FACTS = """() => {
+  const article = document.querySelector('article') || document.querySelector('main') || document.body;
+  return {
+    text: article.innerText,                                   // what the reader sees, as text
+    tables: article.querySelectorAll('table').length,
+    launch: Array.from(document.querySelectorAll(
+        '.dropdown-launch-buttons, a[href*="colab.research.google.com"], a[href*="mybinder.org"]'))
+        .map(e => e.className || e.getAttribute('href')),
+  };
+}"""
 
 
 def open_page(browser, base_url: str, path: str):
@@ -156,6 +170,7 @@ def open_page(browser, base_url: str, path: str):
         visit.errors.append(f"widgets or bertviz did not render within 20 s: {e}")
     page.wait_for_timeout(300)  # late errors (fonts, lazy MathJax parts) still count
     visit.seconds = time.perf_counter() - t
+    visit.facts = page.evaluate(FACTS)
     return page, visit
 
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from .conftest import open_page, toc_pages
+from .conftest import ROOT, open_page, toc_pages
 
 pytestmark = pytest.mark.browser
 
@@ -135,3 +135,46 @@ def test_comparison_tables_filter_and_sort(browser, base_url, site):
         assert down == up[::-1] and sorted(up) == sorted(down)
         checked += 1
     assert checked > 0, "no comparison table found in the book (book/widgets.ipynb shows one)"
+
+
+# A Markdown table's delimiter row (``|---|---:|``, ``| --- | --- |``; smartquotes turns ``---`` into
+# an em dash, and a paragraph joins the rows into one line): on a page, it means a table was shown
+# as raw text instead of rendered (CommonMark has no tables).
+DELIMITER_ROW = re.compile(r"\|(?:[ \t]*:?[-\u2013\u2014]+:?[ \t]*\|){2,}")
+# Pages with no code to run (written in Markdown: the API reference, the timings, ...): no launch
+# (Colab, Binder) button. Notebooks have one.
+NO_CODE = [p for p in PAGES if (ROOT / p).with_suffix(".md").exists()]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_tables_are_html_tables(visits, path):
+    raw = DELIMITER_ROW.findall(visits[path].facts["text"])
+    assert not raw, f"{path} shows a Markdown table as text (delimiter rows {raw}), not as an HTML <table>"
+
+
+def test_the_timings_page_shows_its_table(visits):
+    facts = visits["book/timings.html"].facts
+    assert facts["tables"] >= 1, "book/timings.html has no <table>"
+    assert "seconds" in facts["text"] and "chapters/transformer.ipynb" in facts["text"]
+
+
+@pytest.mark.parametrize("path", NO_CODE)
+def test_no_launch_button_on_pages_without_code(visits, path):
+    assert not visits[path].facts["launch"], f"{path} offers to launch a notebook: {visits[path].facts['launch']}"
+
+
+def test_notebook_pages_have_a_launch_button(visits):
+    """The other side of the test above: the chapters do offer Colab (so its selector still works)."""
+    chapters = [p for p in PAGES if p.startswith("chapters/")]
+    assert chapters and all(visits[p].facts["launch"] for p in chapters), \
+        {p: visits[p].facts["launch"] for p in chapters}
+
+
+def test_api_reference_is_documentation(visits):
+    """The API pages are autodoc: rendered signatures, and no type's docstring under a constant."""
+    pages = [p for p in PAGES if p.startswith("book/api_")]
+    assert len(pages) >= 3, f"the API reference should be one page per module group, found {pages}"
+    text = "\n".join(visits[p].facts["text"] for p in pages)
+    assert "PRESETS" in text and "causal_mask" in text and "train" in text
+    for leak in ("dict() -> new empty dictionary", "Built-in immutable sequence", "str(object='') -> str"):
+        assert leak not in text, f"the API reference shows a builtin type's docstring: {leak!r}"
