@@ -137,6 +137,12 @@ def run_notebook(path: pathlib.Path, timeout: int, scale: str | None = None) -> 
     return record
 
 
+def _chapter_threads() -> int:
+    """The intra-op threads a chapter's kernel runs with: the package's policy (ptlm_lite.runtime)."""
+    from ptlm_lite.runtime import threads_policy
+    return threads_policy()
+
+
 def machine() -> dict:
     import torch
 
@@ -155,7 +161,7 @@ def machine() -> dict:
         pass
     return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": mem, "platform": platform.platform(),
             "python": platform.python_version(), "torch": torch.__version__,
-            "torch_threads": torch.get_num_threads(), "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+            "torch_threads": _chapter_threads(), "cpu_capability": torch.backends.cpu.get_cpu_capability()}
 
 
 def table(result: dict) -> str:
@@ -213,7 +219,7 @@ def page(result: dict) -> str:
     total = sum(c["seconds"] for c in shown)
     machine_line = (f"Measured on {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB "
                     f"of memory, {m['platform'].split('-with-')[0]}, Python {m['python']}, PyTorch "
-                    f"{m['torch']} ({m['torch_threads']} threads, {m['cpu_capability']} kernels); "
+                    f"{m['torch']} ({m['torch_threads']} thread{'' if m['torch_threads'] == 1 else 's'}, {m['cpu_capability']} kernels); "
                     f"scale: {result['scale']}.")
     return "\n".join([
         "% Written by benchmarks/chapter_times.py from benchmarks/chapter_times.json: do not edit by",
