@@ -58,6 +58,7 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 
 __all__ = ["Task", "TASKS", "tasks", "get", "entity_split", "class_balance", "surface_baseline"]
 
@@ -294,6 +295,14 @@ def _fact_cloze(world, split, sentences) -> Task:
                      "never stated in the input."))
 
 
+def _shuffled(world, name: str, out: dict) -> dict:
+    """Each part of ``out`` in a seeded order of its own task, so that any prefix is a fair sample."""
+    rng = _rng(world, name)
+    for part in out.values():
+        rng.shuffle(part)
+    return out
+
+
 def _favourite_colour(world, split, sentences) -> Task:
     from .data.world import COLOURS
 
@@ -302,11 +311,8 @@ def _favourite_colour(world, split, sentences) -> Task:
         colour = e.attributes["colour"]
         out[split[e.id]].append({"text": e.name, "label": COLOURS.index(colour), "entity": e.name,
                                  "evidence": _evidence(sentences, e, f"colour of {e.name} is {colour}.")})
-    rng = _rng(world, "favourite_colour")
-    for part in out.values():  # seeded, so that any prefix is a fair sample
-        rng.shuffle(part)
     return _task(
-        "favourite_colour", "single", COLOURS, out, needs_pretraining=True,
+        "favourite_colour", "single", COLOURS, _shuffled(world, "favourite_colour", out), needs_pretraining=True,
         description=("A person's favourite colour (8 classes) from the name alone. Each document says it "
                      "once (\"The favourite colour of X is green.\"); the colour was drawn independently of "
                      "the name, so only a model that read the documents can know it. Not balanced: "
@@ -370,40 +376,31 @@ def _slot_filler(world, split, sentences) -> Task:
                      "what kind of word goes where, not a fact."))
 
 
-def _kind_from_name(world, split, sentences) -> Task:
+_KIND_DESCRIPTIONS = {
+    "kind_from_name": (
+        "Entity typing from the name alone. The world's names give the kind away (countries end "
+        "in \"-ia\", organisations in \"Ltd\", \"& Co\" or \"Guild\", people have two words and "
+        "cities one), so the surface form suffices. Not balanced (about 65% people): compare "
+        "with the majority share and read macro-F1."),
+    "kind_from_sentence": (
+        "Which kind of entity is the sentence about? The first sentence of each document "
+        "(the world's `classification` task, once per entity). The kind word (\"city\", "
+        "\"country\", \"company\", \"-year-old\") is in the input, so the surface form "
+        "suffices and random weights learn it too. Not balanced (about 65% people): compare with the majority share "
+        "and read macro-F1."),
+}
+
+
+def _kind(name: str, world, split, sentences) -> Task:
+    """The two surface tasks: an entity's kind from its name, or from its document's first sentence."""
     from .data.world import KINDS as ENTITY_KINDS
 
     out = {"train": [], "test": []}
     for e in world.entities:
-        out[split[e.id]].append({"text": e.name, "label": ENTITY_KINDS.index(e.kind), "entity": e.name})
-    rng = _rng(world, "kind_from_name")
-    for part in out.values():  # seeded, so that any prefix is a fair sample
-        rng.shuffle(part)
-    return _task(
-        "kind_from_name", "single", ENTITY_KINDS, out, needs_pretraining=False,
-        description=("Entity typing from the name alone. The world's names give the kind away (countries end "
-                     "in \"-ia\", organisations in \"Ltd\", \"& Co\" or \"Guild\", people have two words and "
-                     "cities one), so the surface form suffices. Not balanced (about 65% people): compare "
-                     "with the majority share and read macro-F1."))
-
-
-def _kind_from_sentence(world, split, sentences) -> Task:
-    from .data.world import KINDS as ENTITY_KINDS
-
-    out = {"train": [], "test": []}
-    for e in world.entities:
-        out[split[e.id]].append({"text": sentences[e.id][0], "label": ENTITY_KINDS.index(e.kind),
-                                 "entity": e.name})
-    rng = _rng(world, "kind_from_sentence")
-    for part in out.values():  # seeded, so that any prefix is a fair sample
-        rng.shuffle(part)
-    return _task(
-        "kind_from_sentence", "single", ENTITY_KINDS, out, needs_pretraining=False,
-        description=("Which kind of entity is the sentence about? The first sentence of each document "
-                     "(the world's `classification` task, once per entity). The kind word (\"city\", "
-                     "\"country\", \"company\", \"-year-old\") is in the input, so the surface form "
-                     "suffices and random weights learn it too. Not balanced (about 65% people): compare with the majority share "
-                     "and read macro-F1."))
+        text = e.name if name == "kind_from_name" else sentences[e.id][0]
+        out[split[e.id]].append({"text": text, "label": ENTITY_KINDS.index(e.kind), "entity": e.name})
+    return _task(name, "single", ENTITY_KINDS, _shuffled(world, name, out), needs_pretraining=False,
+                 description=_KIND_DESCRIPTIONS[name])
 
 
 def _task(name, kind, labels, out, needs_pretraining, description) -> Task:
@@ -419,8 +416,8 @@ _BUILDERS = {
     "relation_check": _relation_check,
     "fact_cloze": _fact_cloze,
     "slot_filler": _slot_filler,
-    "kind_from_name": _kind_from_name,
-    "kind_from_sentence": _kind_from_sentence,
+    "kind_from_name": partial(_kind, "kind_from_name"),
+    "kind_from_sentence": partial(_kind, "kind_from_sentence"),
 }
 TASKS = tuple(_BUILDERS)  # the tasks that need pre-training first, then the surface contrasts
 
