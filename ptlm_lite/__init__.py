@@ -1,18 +1,21 @@
 """ptlm_lite: the small PyTorch package behind ptlm-book.
 
-Each model is a mask, a corruption and a head on top of the same few blocks. The chapters of the
-book import this package and display its code; nothing is defined twice.
+Each model is a mask, a corruption and a head on top of the same few blocks. The
+chapters of the book import this package and display its code; nothing is defined twice.
 
-Submodules and names load on first use (``import ptlm_lite as P; P.GPT`` imports ``ptlm_lite.gpt``
-then), so a chapter imports only the modules it uses, and ``scripts/execute.py`` re-executes a
-chapter only when one of those modules changed.
+Submodules and names load on first use (``import ptlm_lite as P; P.GPT`` imports
+``ptlm_lite.gpt`` then), so a chapter imports only the modules it uses, and
+``scripts/execute.py`` re-executes a chapter only when one of those modules changed.
 """
+
 from __future__ import annotations
 
 import importlib
 
 from . import runtime as _runtime
-# A function with its module's name is bound now: importing the submodule later would not rebind it.
+
+# A function with its module's name is bound now: importing the submodule later would
+# not rebind it.
 from .attention import attention
 from .train import train
 
@@ -21,21 +24,61 @@ __version__ = "0.2.0"
 # name -> module that defines it (the public surface; kept small and stable)
 _NAMES = {
     "MultiHeadAttention": "attention",
-    "Config": "config", "PRESETS": "config", "preset": "config", "register_preset": "config",
-    "Block": "layers", "Embeddings": "layers", "FeedForward": "layers", "sinusoidal_positions": "layers",
-    "Stack": "stack", "Memory": "stack",
-    "Output": "output", "IGNORE": "output",
-    "Transformer": "transformer", "label_smoothed_loss": "transformer",
-    "GPT": "gpt", "GPTForTask": "gpt",
-    "Bert": "bert", "BertForPreTraining": "bert", "BertForSequenceClassification": "bert",
-    "BertForSpanExtraction": "bert", "BertForMultipleChoice": "bert",
+    "Config": "config",
+    "PRESETS": "config",
+    "preset": "config",
+    "register_preset": "config",
+    "Block": "layers",
+    "Embeddings": "layers",
+    "FeedForward": "layers",
+    "sinusoidal_positions": "layers",
+    "Stack": "stack",
+    "Memory": "stack",
+    "Output": "output",
+    "IGNORE": "output",
+    "Transformer": "transformer",
+    "label_smoothed_loss": "transformer",
+    "GPT": "gpt",
+    "GPTForTask": "gpt",
+    "Bert": "bert",
+    "BertForPreTraining": "bert",
+    "BertForSequenceClassification": "bert",
+    "BertForSpanExtraction": "bert",
+    "BertForMultipleChoice": "bert",
     "show_source": "source",
-    "History": "train", "auto_device": "train", "count_parameters": "train", "lr_schedule": "train",
+    "History": "train",
+    "auto_device": "train",
+    "count_parameters": "train",
+    "lr_schedule": "train",
     "set_seed": "train",
 }
-_MODULES = {"attention", "bert", "cache", "config", "corrupt", "data", "exercises", "generate", "gpt", "hf",
-            "icl", "layers", "masks", "output", "recipes", "runtime", "source", "stack", "tasks", "train",
-            "transformer", "viz", "finetune", "suite", "verdict"}
+_MODULES = {
+    "attention",
+    "bert",
+    "cache",
+    "config",
+    "corrupt",
+    "data",
+    "exercises",
+    "generate",
+    "gpt",
+    "hf",
+    "icl",
+    "layers",
+    "masks",
+    "output",
+    "recipes",
+    "runtime",
+    "source",
+    "stack",
+    "tasks",
+    "train",
+    "transformer",
+    "viz",
+    "finetune",
+    "suite",
+    "verdict",
+}
 
 __all__ = sorted(_NAMES) + ["attention", "train"]
 

@@ -1,28 +1,31 @@
 """BERT (Devlin et al., 2018): a Transformer encoder pre-trained to fill in blanks.
 
-    [CLS] the dog [MASK] loud ##ly [SEP] it wanted food [SEP] [PAD] [PAD]     input ids
-      0    0   0    0     0    0     0    1    1     1    1      0     0       segment ids
-      0    1   2    3     4    5     6    7    8     9   10     11    12       positions
-      ■    ■   ■    ■     ■    ■     ■    ■    ■     ■    ■      ·     ·       attention mask
+    ids       [CLS] the dog [MASK] loud ##ly [SEP] it wanted food [SEP] [PAD] [PAD]
+    segments    0    0   0    0     0    0     0    1    1     1    1      0     0
+    positions   0    1   2    3     4    5     6    7    8     9   10     11    12
+    mask        ■    ■   ■    ■     ■    ■     ■    ■    ■     ■    ■      ·     ·
 
 Everything BERT adds to the 2017 encoder fits in this file:
 
-* **inputs**: token + segment (sentence A or B) + learned position embeddings, then LayerNorm;
+* **inputs**: token + segment (sentence A or B) + learned position embeddings, then
+  LayerNorm;
 * **mask**: bidirectional. Every token sees every real token; only padding is hidden
-  (:func:`ptlm_lite.masks.padding_mask`). Compare GPT's causal mask: that one line is the
-  difference between "reads the whole sentence" and "can generate text";
-* **heads**: masked-LM (predict the hidden token, decoder tied to the token embeddings) and
-  next-sentence prediction (is segment B the real continuation of A?) on the pooled ``[CLS]``;
-  for fine-tuning, a classifier on ``[CLS]``, a start/end scorer for span extraction (SQuAD)
-  and a one-score-per-choice head for multiple choice (SWAG).
+  (:func:`ptlm_lite.masks.padding_mask`). Compare GPT's causal mask: that one line is
+  the difference between "reads the whole sentence" and "can generate text";
+* **heads**: masked-LM (predict the hidden token, decoder tied to the token embeddings)
+  and next-sentence prediction (is segment B the real continuation of A?) on the pooled
+  ``[CLS]``; for fine-tuning, a classifier on ``[CLS]``, a start/end scorer for span
+  extraction (SQuAD) and a one-score-per-choice head for multiple choice (SWAG).
 
-How the blanks are made (15% of tokens; 80% [MASK], 10% random, 10% unchanged) is not the
-model's business: see :mod:`ptlm_lite.corrupt`; the pre-training recipe is
-:mod:`ptlm_lite.recipes.bert`. The stack, attention and masks are the shared ones (post-LN, GELU).
-``mask=`` overrides the padding mask: UniLM's left-to-right and seq2seq masks are just other masks.
+How the blanks are made (15% of tokens; 80% [MASK], 10% random, 10% unchanged) is not
+the model's business: see :mod:`ptlm_lite.corrupt`; the pre-training recipe is
+:mod:`ptlm_lite.recipes.bert`. The stack, attention and masks are the shared ones
+(post-LN, GELU). ``mask=`` overrides the padding mask: UniLM's left-to-right and seq2seq
+masks are just other masks.
 
 Chapter: ``chapters/bert.ipynb``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,27 +40,63 @@ from .output import IGNORE, Output, cross_entropy
 from .stack import Model, Stack
 
 __all__ = [
-    "BERT_FIELDS", "BertEmbeddings", "Bert", "Encoded", "MLMHead", "BertForPreTraining",
-    "BertForSequenceClassification", "BertForSpanExtraction", "BertForMultipleChoice",
-    "mean_pool", "best_span", "init_weights",
+    "BERT_FIELDS",
+    "BertEmbeddings",
+    "Bert",
+    "Encoded",
+    "MLMHead",
+    "BertForPreTraining",
+    "BertForSequenceClassification",
+    "BertForSpanExtraction",
+    "BertForMultipleChoice",
+    "mean_pool",
+    "best_span",
+    "init_weights",
 ]
 
-# The switches that make a Config a BERT: learned positions, two segments, exact GELU, post-LN.
-BERT_FIELDS = dict(pos="learned", n_segment=2, activation="gelu", ln_eps=1e-12, pre_norm=False,
-                   tie_weights=True)
-# Devlin et al. (2018), section 3: L=12, H=768, A=12 ("110M") and L=24, H=1024, A=16 ("340M"),
-# a 30,522-token uncased WordPiece vocabulary and 512 positions.
-register_preset("bert-base", vocab_size=30522, d_model=768, n_layer=12, n_head=12, d_ff=3072,
-                max_len=512, dropout=0.1, **BERT_FIELDS)
-register_preset("bert-large", vocab_size=30522, d_model=1024, n_layer=24, n_head=16, d_ff=4096,
-                max_len=512, dropout=0.1, **BERT_FIELDS)
+# The switches that make a Config a BERT: learned positions, two segments, exact GELU,
+# post-LN.
+BERT_FIELDS = dict(
+    pos="learned",
+    n_segment=2,
+    activation="gelu",
+    ln_eps=1e-12,
+    pre_norm=False,
+    tie_weights=True,
+)
+# Devlin et al. (2018), section 3: L=12, H=768, A=12 ("110M") and L=24, H=1024, A=16
+# ("340M"), # a 30,522-token uncased WordPiece vocabulary and 512 positions.
+register_preset(
+    "bert-base",
+    vocab_size=30522,
+    d_model=768,
+    n_layer=12,
+    n_head=12,
+    d_ff=3072,
+    max_len=512,
+    dropout=0.1,
+    **BERT_FIELDS,
+)
+register_preset(
+    "bert-large",
+    vocab_size=30522,
+    d_model=1024,
+    n_layer=24,
+    n_head=16,
+    d_ff=4096,
+    max_len=512,
+    dropout=0.1,
+    **BERT_FIELDS,
+)
 # The book's scales: a chapter sets vocab_size from its tokenizer.
 register_preset("bert-tiny", **{**PRESETS["tiny"], **BERT_FIELDS})
 register_preset("bert-small", **{**PRESETS["small"], **BERT_FIELDS})
 
 
 def init_weights(m: nn.Module) -> None:
-    """BERT's initialisation: N(0, 0.02) for every matrix, zero biases, LayerNorm = identity."""
+    """BERT's initialisation: N(0, 0.02) for every matrix, zero biases, LayerNorm =
+    identity.
+    """
     if isinstance(m, (nn.Linear, nn.Embedding)):
         nn.init.normal_(m.weight, std=0.02)
     if isinstance(m, nn.Linear) and m.bias is not None:
@@ -70,57 +109,83 @@ def init_weights(m: nn.Module) -> None:
 class BertEmbeddings(Embeddings):
     """Token + segment + learned position embeddings, then LayerNorm, then dropout.
 
-    The shared :class:`~ptlm_lite.layers.Embeddings` sums the three tables; BERT normalises the
-    sum before dropout (the blocks are post-LN, so nothing else would normalise the first input).
+    The shared :class:`~ptlm_lite.layers.Embeddings` sums the three tables; BERT
+    normalises the sum before dropout (the blocks are post-LN, so nothing else would
+    normalise the first input).
     """
 
     def __init__(self, config: Config):
         super().__init__(config)
         self.ln = nn.LayerNorm(config.d_model, eps=config.ln_eps)
-        self.drop_after_ln, self.drop = self.drop, nn.Identity()  # dropout moves after the LayerNorm
+        # dropout moves after the LayerNorm
+        self.drop_after_ln, self.drop = self.drop, nn.Identity()
 
     def forward(self, ids, segments=None, offset: int = 0):
-        return self.drop_after_ln(self.ln(super().forward(ids, segments, offset)))  # (B, T, D)
+        # (B, T, D)
+        return self.drop_after_ln(self.ln(super().forward(ids, segments, offset)))
 
 
 class Bert(Model):
     """The encoder: embeddings, ``n_layer`` post-LN blocks, and the ``[CLS]`` pooler.
 
-    ``forward(ids, segments=None, valid=None, mask=None, return_attention=False, return_hidden=False)``
-    returns an :class:`Encoded` that unpacks as ``hidden (B, T, D), pooled (B, D), attentions``;
-    attentions is a list over layers of ``(B, H, T, T)`` when asked for, else None, and ``layers``
-    every layer's states when ``return_hidden``. ``valid`` (B, T) bool marks real tokens (default:
-    not padding); ``mask`` defaults to ``masks.padding_mask(valid)``: only padding is hidden.
+    ``forward(ids, segments=None, valid=None, mask=None, return_attention=False,
+    return_hidden=False)`` returns an :class:`Encoded` that unpacks as ``hidden (B, T,
+    D), pooled (B, D), attentions``; attentions is a list over layers of ``(B, H, T,
+    T)`` when asked for, else None, and ``layers`` every layer's states when
+    ``return_hidden``. ``valid`` (B, T) bool marks real tokens (default: not padding);
+    ``mask`` defaults to ``masks.padding_mask(valid)``: only padding is hidden.
     """
 
     def __init__(self, config: Config, seed: int | None = None):
         super().__init__(config, seed)
         if config.n_segment < 1 or config.pos != "learned":
-            raise ValueError("a BERT config needs n_segment >= 1 and pos='learned'; start from "
-                             "preset('bert-tiny') or add ptlm_lite.bert.BERT_FIELDS")
+            raise ValueError(
+                "a BERT config needs n_segment >= 1 and pos='learned'; start from "
+                "preset('bert-tiny') or add ptlm_lite.bert.BERT_FIELDS"
+            )
         self.embed = BertEmbeddings(config)
         self.blocks = Stack(config)
-        # The pooler: a dense + tanh on the [CLS] vector, trained by NSP, reused by classifiers.
+        # The pooler: a dense + tanh on the [CLS] vector, trained by NSP, reused by
+        # classifiers.
         self.pooler = nn.Linear(config.d_model, config.d_model)
         self.apply(init_weights)
 
-    def forward(self, ids, segments=None, valid=None, mask=None, return_attention=False, return_hidden=False):
-        x = self.embed(ids, segments)                     # checks ids and segments
+    def forward(
+        self,
+        ids,
+        segments=None,
+        valid=None,
+        mask=None,
+        return_attention=False,
+        return_hidden=False,
+    ):
+        x = self.embed(ids, segments)  # checks ids and segments
         if valid is None:
             valid = ids != self.config.pad_id
-        elif not isinstance(valid, torch.Tensor) or valid.dtype != torch.bool or valid.shape != ids.shape:
-            raise TypeError(f"valid must be a bool tensor of shape {tuple(ids.shape)}, True for real tokens "
-                            f"(Hugging Face's attention_mask.bool())")
+        elif (
+            not isinstance(valid, torch.Tensor)
+            or valid.dtype != torch.bool
+            or valid.shape != ids.shape
+        ):
+            raise TypeError(
+                f"valid must be a bool tensor of shape {tuple(ids.shape)}, True for "
+                f"real tokens "
+                f"(Hugging Face's attention_mask.bool())"
+            )
         if mask is None:
-            mask = masks.padding_mask(valid)              # (B, 1, T): bidirectional, only padding is hidden
-        out = self.blocks(x, mask=mask, return_attention=return_attention, return_hidden=return_hidden)
-        pooled = torch.tanh(self.pooler(out.x[:, 0]))     # (B, D): the [CLS] position
+            # (B, 1, T): bidirectional, only padding is hidden
+            mask = masks.padding_mask(valid)
+        out = self.blocks(
+            x, mask=mask, return_attention=return_attention, return_hidden=return_hidden
+        )
+        pooled = torch.tanh(self.pooler(out.x[:, 0]))  # (B, D): the [CLS] position
         return Encoded(out.x, pooled, out.attentions, out.hidden)
 
 
 @dataclass
 class Encoded:
     """The encoder's output; unpacks as ``hidden, pooled, attentions = bert(ids)``."""
+
     hidden: torch.Tensor
     pooled: torch.Tensor
     attentions: list | None = None
@@ -133,8 +198,9 @@ class Encoded:
 class MLMHead(nn.Module):
     """Masked-LM head: dense + GELU + LayerNorm, then the vocabulary projection.
 
-    The projection's matrix *is* the token embedding table (``tie_weights``), so an input token and
-    the output that predicts it share a vector; only a per-token bias is new.
+    The projection's matrix *is* the token embedding table (``tie_weights``), so an
+    input token and the output that predicts it share a vector; only a per-token bias is
+    new.
     """
 
     def __init__(self, config: Config, embedding: nn.Embedding):
@@ -153,17 +219,21 @@ class MLMHead(nn.Module):
 class BertForPreTraining(Model):
     """BERT with its two pre-training heads: masked LM and next-sentence prediction.
 
-    ``forward(ids, segments=None, valid=None, targets=None, nsp_labels=None, return_attention=False)``
+    ``forward(ids, segments=None, valid=None, targets=None, nsp_labels=None,
+    return_attention=False)``
 
     * ``targets``: ``(B, T)`` original ids at the masked positions, -100 elsewhere (from
-      :func:`ptlm_lite.corrupt.mlm_mask`); only those positions count, BERT's "15% per step".
-    * ``nsp_labels``: ``(B,)``, 0 = B really follows A ("IsNext"), 1 = B is a random segment
-      ("NotNext"), as in Google's code and Hugging Face, and everywhere in the package.
+      :func:`ptlm_lite.corrupt.mlm_mask`); only those positions count, BERT's "15% per
+      step".
+    * ``nsp_labels``: ``(B,)``, 0 = B really follows A ("IsNext"), 1 = B is a random
+      segment ("NotNext"), as in Google's code and Hugging Face, and everywhere in the
+      package.
 
-    Returns an :class:`~ptlm_lite.transformer.Output`: ``logits`` are the MLM logits, ``(B, T, V)``
-    without ``targets`` and ``(N, V)`` at the N masked positions (row-major order) with them;
-    ``loss`` = MLM loss + NSP loss (those whose labels were given);
-    ``extra`` holds ``nsp_logits (B, 2)``, ``mlm_loss``, ``nsp_loss``, ``hidden``, ``pooled``.
+    Returns an :class:`~ptlm_lite.transformer.Output`: ``logits`` are the MLM logits,
+    ``(B, T, V)`` without ``targets`` and ``(N, V)`` at the N masked positions
+    (row-major order) with them; ``loss`` = MLM loss + NSP loss (those whose labels were
+    given); ``extra`` holds ``nsp_logits (B, 2)``, ``mlm_loss``, ``nsp_loss``,
+    ``hidden``, ``pooled``.
     """
 
     def __init__(self, config: Config, seed: int | None = None):
@@ -171,22 +241,34 @@ class BertForPreTraining(Model):
         self.bert = Bert(config)
         self.mlm = MLMHead(config, self.bert.embed.tok)
         self.nsp = nn.Linear(config.d_model, 2)
-        self.mlm.apply(init_weights)  # (re-initialises the tied matrix too: same N(0, 0.02))
+        # (re-initialises the tied matrix too: same N(0, 0.02))
+        self.mlm.apply(init_weights)
         self.nsp.apply(init_weights)
 
-    def forward(self, ids, segments=None, valid=None, targets=None, nsp_labels=None,
-                return_attention=False) -> Output:
-        hidden, pooled, attentions = self.bert(ids, segments, valid, return_attention=return_attention)
+    def forward(
+        self,
+        ids,
+        segments=None,
+        valid=None,
+        targets=None,
+        nsp_labels=None,
+        return_attention=False,
+    ) -> Output:
+        hidden, pooled, attentions = self.bert(
+            ids, segments, valid, return_attention=return_attention
+        )
         nsp_logits = self.nsp(pooled)  # (B, 2)
         extra = {"nsp_logits": nsp_logits, "hidden": hidden, "pooled": pooled}
         losses = []
         if targets is None:
             logits = self.mlm(hidden)  # (B, T, V)
         else:
-            # Only the masked positions are scored (Google's code gathers them too): the other
-            # ~85% would cost a vocabulary-sized softmax each and count for nothing.
-            selected = targets != IGNORE               # (B, T)
-            logits = self.mlm(hidden[selected])         # (N, V), N = number of masked positions
+            # Only the masked positions are scored (Google's code gathers them too): the
+            # other # ~85% would cost a vocabulary-sized softmax each and count for
+            # nothing.
+            selected = targets != IGNORE  # (B, T)
+            # (N, V), N = number of masked positions
+            logits = self.mlm(hidden[selected])
             extra["mlm_loss"] = cross_entropy(logits, targets[selected])
             losses.append(extra["mlm_loss"])
         if nsp_labels is not None:
@@ -196,11 +278,15 @@ class BertForPreTraining(Model):
 
 
 class _FineTuned(Model):
-    """A task head on a (pre-trained) :class:`Bert`; ``from_pretrained`` copies the encoder."""
+    """A task head on a (pre-trained) :class:`Bert`; ``from_pretrained`` copies the
+    encoder.
+    """
 
     @classmethod
     def from_pretrained(cls, pretrained: nn.Module, **kwargs):
-        """A fresh head on a copy of ``pretrained.bert`` (any model of this file has one)."""
+        """A fresh head on a copy of ``pretrained.bert`` (any model of this file has
+        one).
+        """
         encoder = pretrained.bert if hasattr(pretrained, "bert") else pretrained
         model = cls(encoder.config, **kwargs)
         model.bert.load_state_dict(encoder.state_dict())
@@ -208,9 +294,11 @@ class _FineTuned(Model):
 
 
 class BertForSequenceClassification(_FineTuned):
-    """Single sentences or pairs (sentiment, entailment): a linear layer on the pooled ``[CLS]``.
+    """Single sentences or pairs (sentiment, entailment): a linear layer on the pooled
+    ``[CLS]``.
 
-    ``forward(ids, segments=None, valid=None, labels=None)`` -> logits ``(B, n_labels)``.
+    ``forward(ids, segments=None, valid=None, labels=None)`` -> logits ``(B,
+    n_labels)``.
     """
 
     def __init__(self, config: Config, n_labels: int = 2, seed: int | None = None):
@@ -221,8 +309,12 @@ class BertForSequenceClassification(_FineTuned):
         self.classifier = nn.Linear(config.d_model, n_labels)
         self.classifier.apply(init_weights)
 
-    def forward(self, ids, segments=None, valid=None, labels=None, return_attention=False) -> Output:
-        _, pooled, attentions = self.bert(ids, segments, valid, return_attention=return_attention)
+    def forward(
+        self, ids, segments=None, valid=None, labels=None, return_attention=False
+    ) -> Output:
+        _, pooled, attentions = self.bert(
+            ids, segments, valid, return_attention=return_attention
+        )
         logits = self.classifier(self.drop(pooled))  # (B, n_labels)
         loss = None if labels is None else cross_entropy(logits, labels, name="labels")
         return Output(logits, loss, attentions, {"pooled": pooled})
@@ -231,11 +323,12 @@ class BertForSequenceClassification(_FineTuned):
 class BertForSpanExtraction(_FineTuned):
     """SQuAD: question as sentence A, passage as sentence B; the answer is a span of B.
 
-    Two learned vectors S and E score every token: start_i = S·h_i, end_j = E·h_j; the answer is the
-    span i <= j maximising start_i + end_j (:func:`best_span`); training maximises the
-    log-likelihood of the true start and end (the mean of two cross-entropies over positions).
-    ``forward(ids, segments=None, valid=None, start=None, end=None)`` -> logits ``(B, T, 2)``;
-    ``extra`` holds ``start_logits`` and ``end_logits`` ``(B, T)``, -inf on padding.
+    Two learned vectors S and E score every token: start_i = S·h_i, end_j = E·h_j; the
+    answer is the span i <= j maximising start_i + end_j (:func:`best_span`); training
+    maximises the log-likelihood of the true start and end (the mean of two
+    cross-entropies over positions). ``forward(ids, segments=None, valid=None,
+    start=None, end=None)`` -> logits ``(B, T, 2)``; ``extra`` holds ``start_logits``
+    and ``end_logits`` ``(B, T)``, -inf on padding.
     """
 
     def __init__(self, config: Config, seed: int | None = None):
@@ -244,21 +337,42 @@ class BertForSpanExtraction(_FineTuned):
         self.span = nn.Linear(config.d_model, 2)  # rows: S and E
         self.span.apply(init_weights)
 
-    def forward(self, ids, segments=None, valid=None, start=None, end=None, return_attention=False) -> Output:
-        hidden, _, attentions = self.bert(ids, segments, valid, return_attention=return_attention)
+    def forward(
+        self,
+        ids,
+        segments=None,
+        valid=None,
+        start=None,
+        end=None,
+        return_attention=False,
+    ) -> Output:
+        hidden, _, attentions = self.bert(
+            ids, segments, valid, return_attention=return_attention
+        )
         valid = ids != self.config.pad_id if valid is None else valid
-        logits = self.span(hidden).masked_fill(~valid[..., None], float("-inf"))  # (B, T, 2)
+        # (B, T, 2)
+        logits = self.span(hidden).masked_fill(~valid[..., None], float("-inf"))
         start_logits, end_logits = logits.unbind(-1)
         loss = None
         if start is not None and end is not None:
-            loss = (cross_entropy(start_logits, start, name="start") + cross_entropy(end_logits, end, name="end")) / 2
-        return Output(logits, loss, attentions, {"start_logits": start_logits, "end_logits": end_logits})
+            loss = (
+                cross_entropy(start_logits, start, name="start")
+                + cross_entropy(end_logits, end, name="end")
+            ) / 2
+        return Output(
+            logits,
+            loss,
+            attentions,
+            {"start_logits": start_logits, "end_logits": end_logits},
+        )
 
 
 def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
-    """The highest-scoring span ``i <= j < i + max_answer_len``: ``(start (B,), end (B,))``.
+    """The highest-scoring span ``i <= j < i + max_answer_len``: ``(start (B,), end
+    (B,))``.
 
-    ``allowed`` (``(B, T)`` bool, e.g. ``segments == 1``) restricts both ends to the passage.
+    ``allowed`` (``(B, T)`` bool, e.g. ``segments == 1``) restricts both ends to the
+    passage.
     """
     B, T = start_logits.shape
     score = start_logits[:, :, None] + end_logits[:, None, :]  # (B, T_start, T_end)
@@ -271,11 +385,12 @@ def best_span(start_logits, end_logits, max_answer_len: int = 30, allowed=None):
 
 
 class BertForMultipleChoice(_FineTuned):
-    """SWAG: each of C choices is paired with the context (``[CLS] context [SEP] choice [SEP]``);
-    one learned vector scores each pooled ``[CLS]``, and a softmax over the C scores picks one.
+    """SWAG: each of C choices is paired with the context (``[CLS] context [SEP] choice
+    [SEP]``); one learned vector scores each pooled ``[CLS]``, and a softmax over the C
+    scores picks one.
 
-    ``forward(ids, segments=None, valid=None, labels=None)`` with ``ids`` of shape ``(B, C, T)``
-    -> logits ``(B, C)``.
+    ``forward(ids, segments=None, valid=None, labels=None)`` with ``ids`` of shape ``(B,
+    C, T)`` -> logits ``(B, C)``.
     """
 
     def __init__(self, config: Config, seed: int | None = None):
@@ -285,14 +400,21 @@ class BertForMultipleChoice(_FineTuned):
         self.score = nn.Linear(config.d_model, 1)
         self.score.apply(init_weights)
 
-    def forward(self, ids, segments=None, valid=None, labels=None, return_attention=False) -> Output:
+    def forward(
+        self, ids, segments=None, valid=None, labels=None, return_attention=False
+    ) -> Output:
         if not isinstance(ids, torch.Tensor) or ids.dim() != 3:
-            raise ValueError(f"ids must be (B, C, T): a batch of C choices each, got shape "
-                             f"{tuple(getattr(ids, 'shape', ()))}")
+            raise ValueError(
+                f"ids must be (B, C, T): a batch of C choices each, got shape "
+                f"{tuple(getattr(ids, 'shape', ()))}"
+            )
         B, C, T = ids.shape
         flat = lambda t: None if t is None else t.reshape(B * C, T)  # noqa: E731
-        _, pooled, attentions = self.bert(flat(ids), flat(segments), flat(valid), return_attention=return_attention)
-        logits = self.score(self.drop(pooled)).view(B, C)  # (B, C): one score per choice
+        _, pooled, attentions = self.bert(
+            flat(ids), flat(segments), flat(valid), return_attention=return_attention
+        )
+        # (B, C): one score per choice
+        logits = self.score(self.drop(pooled)).view(B, C)
         loss = None if labels is None else cross_entropy(logits, labels, name="labels")
         return Output(logits, loss, attentions)
 
@@ -300,7 +422,8 @@ class BertForMultipleChoice(_FineTuned):
 def mean_pool(hidden, valid):
     """The average of the real tokens' vectors: ``(B, T, D), (B, T) bool -> (B, D)``.
 
-    The alternative to the ``[CLS]`` vector as a sentence embedding (Sentence-BERT's choice).
+    The alternative to the ``[CLS]`` vector as a sentence embedding (Sentence-BERT's
+    choice).
     """
     w = valid.to(hidden.dtype)[..., None]  # (B, T, 1)
     return (hidden * w).sum(1) / w.sum(1).clamp(min=1.0)

@@ -13,12 +13,12 @@ On disk (``~/.cache/ptlm_lite``, or wherever ``PTLM_CACHE`` points)::
     models/<name>-<key>.json          config, class paths, recipe, SHA-256 of the weights file
     tokenizers/...                    trained tokenizers (see ptlm_lite.data.tokenizer)
 
-``key`` hashes everything that changes the result (config, model class, recipe name, version,
-seed, and the training function's source), so editing a recipe gives a new entry instead of a
-stale model. The JSON file is written last and is the entry's "commit": an entry without it, or
-whose weights do not match its checksum, is rebuilt with a warning, never loaded. Two processes
-asking for the same missing model train it once: the second waits on a file lock and then
-loads what the first wrote.
+``key`` hashes everything that changes the result (config, model class, recipe name,
+version, seed, and the training function's source), so editing a recipe gives a new
+entry instead of a stale model. The JSON file is written last and is the entry's
+"commit": an entry without it, or whose weights do not match its checksum, is rebuilt
+with a warning, never loaded. Two processes asking for the same missing model train it
+once: the second waits on a file lock and then loads what the first wrote.
 
 Used by every chapter that reuses a model another chapter trained.
 """
@@ -44,20 +44,25 @@ from safetensors.torch import load_model, save_model
 ENV_VAR = "PTLM_CACHE"
 DEFAULT_ALLOWED_PREFIXES = ("ptlm_lite.",)
 FORMAT = "ptlm_lite.checkpoint/1"
-DEFAULT_CONFIG_CLS = "ptlm_lite.config.Config"  # the config class of an entry that names none
-LOCK_TIMEOUT_S = 3600  # a waiting process gives up after an hour: the trainer must have died
+# the config class of an entry that names none
+DEFAULT_CONFIG_CLS = "ptlm_lite.config.Config"
+# a waiting process gives up after an hour: the trainer must have died
+LOCK_TIMEOUT_S = 3600
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # The cache folder and atomic writes
 
 
 def cache_dir(create: bool = True) -> Path:
     """The cache folder: ``$PTLM_CACHE`` if set, else ``~/.cache/ptlm_lite``.
 
-    With ``create=True`` the folder is made and checked for writing; failure is a clear error.
+    With ``create=True`` the folder is made and checked for writing; failure is a clear
+    error.
     """
-    path = Path(os.environ.get(ENV_VAR) or Path.home() / ".cache" / "ptlm_lite").expanduser()
+    path = Path(
+        os.environ.get(ENV_VAR) or Path.home() / ".cache" / "ptlm_lite"
+    ).expanduser()
     if create:
         try:
             path.mkdir(parents=True, exist_ok=True)
@@ -65,9 +70,11 @@ def cache_dir(create: bool = True) -> Path:
                 pass  # a real write: os.access lies on some network file systems
         except OSError as err:
             raise RuntimeError(
-                f"the ptlm_lite cache folder {str(path)!r} is not writable ({err.strerror or err}); "
+                f"the ptlm_lite cache folder {str(path)!r} is not writable "
+                f"({err.strerror or err}); "
                 f"set the environment variable {ENV_VAR} to a writable folder, e.g. "
-                f"`export {ENV_VAR}=/tmp/ptlm_cache` or os.environ['{ENV_VAR}'] = '/tmp/ptlm_cache'"
+                f"`export {ENV_VAR}=/tmp/ptlm_cache` or os.environ['{ENV_VAR}'] = "
+                f"'/tmp/ptlm_cache'"
             ) from err
     return path
 
@@ -80,10 +87,11 @@ def subdir(name: str) -> Path:
 
 
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, then rename it over.
+    """Call ``write(tmp)`` on a temporary file beside ``path``, fsync it, then rename it
+    over.
 
-    ``os.replace`` within one folder is atomic, so readers see the old file or the new one,
-    never half a file, even if this process is killed mid-write.
+    ``os.replace`` within one folder is atomic, so readers see the old file or the new
+    one, never half a file, even if this process is killed mid-write.
     """
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -115,20 +123,24 @@ def lock(path: Path) -> FileLock:
     return FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT_S)
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Recipes
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """How to make one trained model. ``train_fn(model)`` trains in place and returns None."""
+    """How to make one trained model. ``train_fn(model)`` trains in place and returns
+    None.
+    """
 
     name: str
     model_cls: type
     config: object  # a dataclass instance, e.g. ptlm_lite.config.Config
     train_fn: Callable[[torch.nn.Module], None]
-    version: str = "1"  # bump to retrain when something the key cannot see changes (data)
-    seed: int = 0  # torch.manual_seed before the model is built, so entries are reproducible
+    # bump to retrain when something the key cannot see changes (data)
+    version: str = "1"
+    # torch.manual_seed before the model is built, so entries are reproducible
+    seed: int = 0
 
     @property
     def key(self) -> str:
@@ -136,20 +148,38 @@ class Recipe:
         try:
             train_src = inspect.getsource(self.train_fn)
         except (OSError, TypeError):  # built-ins, some interactive definitions
-            train_src = _class_path(self.train_fn) if hasattr(self.train_fn, "__qualname__") else repr(self.train_fn)
-        blob = json.dumps({
-            "name": self.name, "version": self.version, "seed": self.seed,
-            "model": _class_path(self.model_cls), "config_cls": _class_path(type(self.config)),
-            "config": _config_dict(self.config), "train_fn": train_src,
-        }, sort_keys=True, default=str)
+            train_src = (
+                _class_path(self.train_fn)
+                if hasattr(self.train_fn, "__qualname__")
+                else repr(self.train_fn)
+            )
+        blob = json.dumps(
+            {
+                "name": self.name,
+                "version": self.version,
+                "seed": self.seed,
+                "model": _class_path(self.model_cls),
+                "config_cls": _class_path(type(self.config)),
+                "config": _config_dict(self.config),
+                "train_fn": train_src,
+            },
+            sort_keys=True,
+            default=str,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 _REGISTRY: dict[str, Recipe] = {}
 
 
-def register(name: str, model_cls: type, config, train_fn: Callable, version: str = "1",
-             seed: int = 0) -> Recipe:
+def register(
+    name: str,
+    model_cls: type,
+    config,
+    train_fn: Callable,
+    version: str = "1",
+    seed: int = 0,
+) -> Recipe:
     """Register (or replace) the recipe called ``name``; returns it.
 
     Registering again under the same name replaces the recipe, so a notebook cell can be
@@ -159,12 +189,18 @@ def register(name: str, model_cls: type, config, train_fn: Callable, version: st
     if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
         raise ValueError(f"name must be a non-empty string without '/', got {name!r}")
     if not isinstance(model_cls, type) or not issubclass(model_cls, torch.nn.Module):
-        raise TypeError(f"model_cls must be a torch.nn.Module subclass, got {model_cls!r}")
+        raise TypeError(
+            f"model_cls must be a torch.nn.Module subclass, got {model_cls!r}"
+        )
     if not dataclasses.is_dataclass(config) or isinstance(config, type):
-        raise TypeError(f"config must be a dataclass instance (e.g. ptlm_lite.config.Config), "
-                        f"got {type(config).__name__}")
+        raise TypeError(
+            f"config must be a dataclass instance (e.g. ptlm_lite.config.Config), "
+            f"got {type(config).__name__}"
+        )
     if not callable(train_fn):
-        raise TypeError(f"train_fn must be a callable train_fn(model) -> None, got {train_fn!r}")
+        raise TypeError(
+            f"train_fn must be a callable train_fn(model) -> None, got {train_fn!r}"
+        )
     recipe = Recipe(name, model_cls, config, train_fn, str(version), int(seed))
     _REGISTRY[name] = recipe
     return recipe
@@ -177,12 +213,14 @@ def recipes() -> list[str]:
 
 def recipe(name: str) -> Recipe:
     if name not in _REGISTRY:
-        known = ", ".join(recipes()) or "none yet: call ptlm_lite.cache.register(...) first"
+        known = (
+            ", ".join(recipes()) or "none yet: call ptlm_lite.cache.register(...) first"
+        )
         raise ValueError(f"unknown model {name!r}; registered recipes: {known}")
     return _REGISTRY[name]
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # get: load, or train once and save
 
 
@@ -193,10 +231,12 @@ def entry_paths(r: Recipe) -> tuple[Path, Path]:
 
 
 def get(name: str, retrain: bool = False) -> torch.nn.Module:
-    """The trained model of recipe ``name``, from the cache, training it first if needed.
+    """The trained model of recipe ``name``, from the cache, training it first if
+    needed.
 
-    The model comes back in ``eval()`` mode on the CPU. ``retrain=True`` ignores a cached
-    entry and overwrites it. Used by every chapter that reuses another chapter's model.
+    The model comes back in ``eval()`` mode on the CPU. ``retrain=True`` ignores a
+    cached entry and overwrites it. Used by every chapter that reuses another chapter's
+    model.
     """
     r = recipe(name)
     weights, meta = entry_paths(r)
@@ -219,7 +259,8 @@ def _train_and_save(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module:
     model = r.model_cls(r.config)
     r.train_fn(model)
     model.eval()
-    meta.unlink(missing_ok=True)  # the old "commit" goes first: weights and JSON never disagree
+    # the old "commit" goes first: weights and JSON never disagree
+    meta.unlink(missing_ok=True)
     atomic_write(weights, lambda tmp: save_model(model, str(tmp)))
     info = {
         "format": FORMAT,
@@ -240,15 +281,22 @@ def _try_load(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module | None:
         return None  # never written, or a write was interrupted before its commit
     try:
         info = _read_meta(meta, weights)
-        if (info["model_cls"] != _class_path(r.model_cls)
-                or info.get("config_cls", DEFAULT_CONFIG_CLS) != _class_path(type(r.config))
-                or info["config"] != _config_dict(r.config)):
-            raise RuntimeError("its model class, config class or config differs from the recipe")
+        if (
+            info["model_cls"] != _class_path(r.model_cls)
+            or info.get("config_cls", DEFAULT_CONFIG_CLS) != _class_path(type(r.config))
+            or info["config"] != _config_dict(r.config)
+        ):
+            raise RuntimeError(
+                "its model class, config class or config differs from the recipe"
+            )
         model = r.model_cls(r.config)
         load_model(model, str(weights), strict=True)
     except Exception as err:  # any damage: rebuild rather than trust it
-        warnings.warn(f"cache entry {meta.name} is damaged ({err}); it will be rebuilt",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"cache entry {meta.name} is damaged ({err}); it will be rebuilt",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         return None
     return model.eval()
 
@@ -267,16 +315,18 @@ def _read_meta(meta: Path, weights: Path) -> dict:
     return info
 
 
-def load_checkpoint(meta_path: str | Path,
-                    allowed_prefixes: tuple[str, ...] = DEFAULT_ALLOWED_PREFIXES) -> torch.nn.Module:
+def load_checkpoint(
+    meta_path: str | Path, allowed_prefixes: tuple[str, ...] = DEFAULT_ALLOWED_PREFIXES
+) -> torch.nn.Module:
     """Load an entry from its JSON file alone, without a registered recipe.
 
     The JSON names the model and config classes; only modules starting with one of
-    ``allowed_prefixes`` (default ``ptlm_lite.``) are imported, so a tampered file cannot make
-    us import arbitrary code. The weights' checksum is verified first.
+    ``allowed_prefixes`` (default ``ptlm_lite.``) are imported, so a tampered file
+    cannot make us import arbitrary code. The weights' checksum is verified first.
     """
     meta = Path(meta_path)
-    weights = meta.with_suffix(".safetensors")  # entries are always a .json/.safetensors pair
+    # entries are always a .json/.safetensors pair
+    weights = meta.with_suffix(".safetensors")
     info = _read_meta(meta, weights)
     model_cls = _import_class(info["model_cls"], allowed_prefixes)
     model = model_cls(_config_from_meta(info, allowed_prefixes))
@@ -284,7 +334,7 @@ def load_checkpoint(meta_path: str | Path,
     return model.eval()
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # helpers
 
 
@@ -293,27 +343,42 @@ def _class_path(obj) -> str:
 
 
 def _config_dict(config) -> dict:
-    # A JSON round trip turns tuples into lists; compare and store the JSON form throughout.
-    return json.loads(json.dumps(dataclasses.asdict(config), sort_keys=True, default=str))
+    # A JSON round trip turns tuples into lists; compare and store the JSON form
+    # throughout.
+    return json.loads(
+        json.dumps(dataclasses.asdict(config), sort_keys=True, default=str)
+    )
 
 
 def _config_from_meta(info: dict, allowed_prefixes: tuple[str, ...]):
-    """Rebuild the config an entry was trained with: its class (a family's Config subclass, or
-    any dataclass under ``allowed_prefixes``) from ``config_cls``, its values from ``config``.
+    """Rebuild the config an entry was trained with: its class (a family's Config
+    subclass, or any dataclass under ``allowed_prefixes``) from ``config_cls``, its
+    values from ``config``.
 
-    An entry without ``config_cls`` holds a plain :class:`ptlm_lite.config.Config`. Fields added
-    to the class since the entry was written take their defaults (which keep old behaviour).
+    An entry without ``config_cls`` holds a plain :class:`ptlm_lite.config.Config`.
+    Fields added to the class since the entry was written take their defaults (which
+    keep old behaviour).
     """
-    config_cls = _import_class(info.get("config_cls", DEFAULT_CONFIG_CLS), allowed_prefixes)
+    config_cls = _import_class(
+        info.get("config_cls", DEFAULT_CONFIG_CLS), allowed_prefixes
+    )
     if not (isinstance(config_cls, type) and dataclasses.is_dataclass(config_cls)):
-        raise RuntimeError(f"config class {info.get('config_cls')!r} is not a dataclass")
-    from_dict = getattr(config_cls, "from_dict", None)  # Config's names unknown fields; validates
+        raise RuntimeError(
+            f"config class {info.get('config_cls')!r} is not a dataclass"
+        )
+    # Config's names unknown fields; validates
+    from_dict = getattr(config_cls, "from_dict", None)
     return from_dict(info["config"]) if from_dict else config_cls(**info["config"])
 
 
 def _import_class(path: str, allowed_prefixes: tuple[str, ...]) -> type:
-    if not isinstance(path, str) or not any(path.startswith(p) for p in allowed_prefixes):
-        raise RuntimeError(f"refusing to import {path!r}: only classes under {allowed_prefixes} "
-                           f"may be loaded from the cache (pass allowed_prefixes= to extend)")
+    if not isinstance(path, str) or not any(
+        path.startswith(p) for p in allowed_prefixes
+    ):
+        raise RuntimeError(
+            f"refusing to import {path!r}: only classes under {allowed_prefixes} "
+            f"may be loaded from the cache (pass allowed_prefixes= to "
+            f"extend)"
+        )
     module, _, name = path.rpartition(".")  # top-level classes only
     return getattr(importlib.import_module(module), name)

@@ -1,26 +1,33 @@
-"""Corruptions as pure functions: tokens in, a training batch out, the argument untouched.
+"""Corruptions as pure functions: tokens in, a training batch out, the argument
+untouched.
 
-A masked language model is trained on inputs someone has damaged. *How* they are damaged is the
-main thing BERT's successors change, so it lives here, apart from the model, in two steps:
+A masked language model is trained on inputs someone has damaged. *How* they are damaged
+is the main thing BERT's successors change, so it lives here, apart from the model, in
+two steps:
 
-1. **select** which positions the model must predict (a ``(B, T)`` bool tensor). BERT: 15% of
-   the tokens, uniformly (:func:`select_tokens`). Whole-word, n-gram, span and entity masking
-   (BERT-WWM, ALBERT, SpanBERT, ERNIE) are other selections of the same shape.
-2. **replace** the selected positions (:func:`replace_selected`). BERT: 80% become ``[MASK]``,
-   10% a random token, 10% stay as they are, so the model cannot assume that an unmasked
-   token is always right, and still sees real words where fine-tuning data has no ``[MASK]``.
+1. **select** which positions the model must predict (a ``(B, T)`` bool tensor). BERT:
+   15% of the tokens, uniformly (:func:`select_tokens`). Whole-word, n-gram, span and
+   entity masking (BERT-WWM, ALBERT, SpanBERT, ERNIE) are other selections of the same
+   shape.
+2. **replace** the selected positions (:func:`replace_selected`). BERT: 80% become
+   ``[MASK]``, 10% a random token, 10% stay as they are, so the model cannot assume that
+   an unmasked token is always right, and still sees real words where fine-tuning data
+   has no ``[MASK]``.
 
-:func:`mlm_mask` chains the two (pass ``selected=`` to use another selection). Static vs dynamic
-masking (RoBERTa) is only *when* you call it: once per example, stored, or afresh every batch.
+:func:`mlm_mask` chains the two (pass ``selected=`` to use another selection). Static vs
+dynamic masking (RoBERTa) is only *when* you call it: once per example, stored, or
+afresh every batch.
 
 Every function takes an explicit ``torch.Generator``: same seed, same corruption.
 
-Next-sentence prediction data (:func:`nsp_pairs`, :func:`pack_pairs`) is here too: it is the
-other corruption BERT trains on (half of the second segments are swapped for random ones).
+Next-sentence prediction data (:func:`nsp_pairs`, :func:`pack_pairs`) is here too: it is
+the other corruption BERT trains on (half of the second segments are swapped for random
+ones).
 
-Chapter: ``chapters/bert.ipynb``; reused by the WWM, ERNIE, SpanBERT, RoBERTa, ALBERT and
-ELECTRA chapters.
+Chapter: ``chapters/bert.ipynb``; reused by the WWM, ERNIE, SpanBERT, RoBERTa, ALBERT
+and ELECTRA chapters.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,11 +39,22 @@ import torch
 from .data.batching import encode_pair
 
 __all__ = [
-    "Masked", "can_mask", "select_tokens", "replace_selected", "mlm_mask",
-    "UNSELECTED", "MASKED", "RANDOM", "UNCHANGED", "Pair", "nsp_pairs", "pack_pairs",
+    "Masked",
+    "can_mask",
+    "select_tokens",
+    "replace_selected",
+    "mlm_mask",
+    "UNSELECTED",
+    "MASKED",
+    "RANDOM",
+    "UNCHANGED",
+    "Pair",
+    "nsp_pairs",
+    "pack_pairs",
 ]
 
-IGNORE = -100  # targets at positions that do not count (PyTorch's cross-entropy default)
+# targets at positions that do not count (PyTorch's cross-entropy default)
+IGNORE = -100
 # What happened to each position (Masked.action): not selected, or selected and then ...
 UNSELECTED, MASKED, RANDOM, UNCHANGED = 0, 1, 2, 3
 
@@ -46,11 +64,14 @@ class Masked:
     """One MLM batch.
 
     * ``inputs``   ``(B, T)`` the corrupted ids the model reads;
-    * ``targets``  ``(B, T)`` the original id where ``selected``, ``-100`` elsewhere (ignored);
+    * ``targets``  ``(B, T)`` the original id where ``selected``, ``-100`` elsewhere
+      (ignored);
     * ``selected`` ``(B, T)`` bool: the positions whose prediction counts in the loss;
-    * ``action``   ``(B, T)`` what was done: ``UNSELECTED`` (not selected), ``MASKED`` ([MASK]),
-      ``RANDOM`` (a random token) or ``UNCHANGED`` (selected but left as it was).
+    * ``action``   ``(B, T)`` what was done: ``UNSELECTED`` (not selected),
+      ``MASKED`` ([MASK]), ``RANDOM`` (a random token) or ``UNCHANGED`` (selected but
+      left as it was).
     """
+
     inputs: torch.Tensor
     targets: torch.Tensor
     selected: torch.Tensor
@@ -59,65 +80,126 @@ class Masked:
 
 def _check_generator(generator):
     if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator (e.g. torch.Generator().manual_seed(0)), "
-                        f"got {type(generator).__name__}: corruptions never use the global random state")
+        raise TypeError(
+            f"generator must be a torch.Generator (e.g. "
+            f"torch.Generator().manual_seed(0)), "
+            f"got {type(generator).__name__}: corruptions never use the "
+            f"global random state"
+        )
 
 
 def _check_ids(ids, vocab_size=None) -> torch.Tensor:
-    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32) or ids.dim() != 2:
-        raise TypeError("ids must be a (B, T) integer tensor, got "
-                        + (f"{ids.dtype} of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor)
-                           else type(ids).__name__))
-    if vocab_size is not None and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"ids must be in [0, vocab_size={vocab_size}), got values in "
-                         f"[{int(ids.min())}, {int(ids.max())}]")
+    if (
+        not isinstance(ids, torch.Tensor)
+        or ids.dtype not in (torch.int64, torch.int32)
+        or ids.dim() != 2
+    ):
+        raise TypeError(
+            "ids must be a (B, T) integer tensor, got "
+            + (
+                f"{ids.dtype} of shape {tuple(ids.shape)}"
+                if isinstance(ids, torch.Tensor)
+                else type(ids).__name__
+            )
+        )
+    if (
+        vocab_size is not None
+        and ids.numel()
+        and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size)
+    ):
+        raise ValueError(
+            f"ids must be in [0, vocab_size={vocab_size}), got values in "
+            f"[{int(ids.min())}, {int(ids.max())}]"
+        )
     return ids
 
 
 def can_mask(ids: torch.Tensor, special_ids: Iterable[int]) -> torch.Tensor:
-    """``(B, T)`` bool: True where the token may be chosen (not [CLS], [SEP], [PAD], ...)."""
+    """``(B, T)`` bool: True where the token may be chosen (not [CLS], [SEP], [PAD],
+    ...).
+    """
     ids = _check_ids(ids)
     special = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=ids.dtype)
     return ~torch.isin(ids, special)
 
 
-def select_tokens(maskable: torch.Tensor, p: float = 0.15, *, generator: torch.Generator) -> torch.Tensor:
-    """Choose ``round(p · n)`` of the ``n`` maskable positions of each row, uniformly at random
-    (at least one when ``p > 0`` and the row has any), as Google's ``create_pretraining_data.py``.
+def select_tokens(
+    maskable: torch.Tensor, p: float = 0.15, *, generator: torch.Generator
+) -> torch.Tensor:
+    """Choose ``round(p · n)`` of the ``n`` maskable positions of each row, uniformly at
+    random (at least one when ``p > 0`` and the row has any), as Google's
+    ``create_pretraining_data.py``.
 
     ``maskable``: ``(B, T)`` bool. Returns ``(B, T)`` bool, a subset of ``maskable``.
     """
     _check_generator(generator)
     if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
         raise ValueError(f"p (the masking probability) must be in [0, 1], got {p!r}")
-    if not isinstance(maskable, torch.Tensor) or maskable.dtype != torch.bool or maskable.dim() != 2:
+    if (
+        not isinstance(maskable, torch.Tensor)
+        or maskable.dtype != torch.bool
+        or maskable.dim() != 2
+    ):
         raise TypeError("maskable must be a (B, T) bool tensor")
-    n = maskable.sum(1)                                               # (B,)
-    k = torch.where(n > 0, (n.double() * p).round().long().clamp(min=1 if p > 0 else 0), 0)
+    n = maskable.sum(1)  # (B,)
+    k = torch.where(
+        n > 0, (n.double() * p).round().long().clamp(min=1 if p > 0 else 0), 0
+    )
     scores = torch.rand(maskable.shape, generator=generator).masked_fill(~maskable, 2.0)
-    rank = scores.argsort(dim=1).argsort(dim=1)                       # 0 = the lowest score
-    return rank < k[:, None]                                          # unmaskable positions rank last
+    # 0 = the lowest score
+    rank = scores.argsort(dim=1).argsort(dim=1)
+    # unmaskable positions rank last
+    return rank < k[:, None]
 
 
-def replace_selected(ids, selected, *, mask_id: int, vocab_size: int, proportions=(0.8, 0.1, 0.1),
-                     generator: torch.Generator, random_ids: Sequence[int] | torch.Tensor | None = None):
-    """Corrupt the ``selected`` positions of ``ids``: each independently becomes ``[MASK]``, a
-    random token or itself with probabilities ``proportions``. Returns a :class:`Masked`.
+def replace_selected(
+    ids,
+    selected,
+    *,
+    mask_id: int,
+    vocab_size: int,
+    proportions=(0.8, 0.1, 0.1),
+    generator: torch.Generator,
+    random_ids: Sequence[int] | torch.Tensor | None = None,
+):
+    """Corrupt the ``selected`` positions of ``ids``: each independently becomes
+    ``[MASK]``, a random token or itself with probabilities ``proportions``. Returns a
+    :class:`Masked`.
 
-    ``random_ids``: the tokens a random replacement is drawn from (default: the whole vocabulary;
-    :func:`mlm_mask` passes the non-special tokens, so a stray [PAD] never appears mid-sentence).
+    ``random_ids``: the tokens a random replacement is drawn from (default: the whole
+    vocabulary; :func:`mlm_mask` passes the non-special tokens, so a stray [PAD] never
+    appears mid-sentence).
     """
     _check_generator(generator)
     ids = _check_ids(ids, vocab_size)
-    if not isinstance(selected, torch.Tensor) or selected.dtype != torch.bool or selected.shape != ids.shape:
-        raise TypeError(f"selected must be a bool tensor of the shape of ids {tuple(ids.shape)}")
+    if (
+        not isinstance(selected, torch.Tensor)
+        or selected.dtype != torch.bool
+        or selected.shape != ids.shape
+    ):
+        raise TypeError(
+            f"selected must be a bool tensor of the shape of ids {tuple(ids.shape)}"
+        )
     proportions = tuple(float(x) for x in proportions)
-    if len(proportions) != 3 or min(proportions) < 0 or not math.isclose(sum(proportions), 1.0, abs_tol=1e-6):
-        raise ValueError(f"proportions must be three non-negative numbers ([MASK], random, unchanged) "
-                         f"that sum to 1, got {proportions}")
+    if (
+        len(proportions) != 3
+        or min(proportions) < 0
+        or not math.isclose(sum(proportions), 1.0, abs_tol=1e-6)
+    ):
+        raise ValueError(
+            f"proportions must be three non-negative numbers ([MASK], random, "
+            f"unchanged) "
+            f"that sum to 1, got {proportions}"
+        )
     if not 0 <= mask_id < vocab_size:
-        raise ValueError(f"mask_id must be in [0, vocab_size={vocab_size}), got {mask_id!r}")
-    pool = torch.arange(vocab_size) if random_ids is None else torch.as_tensor(random_ids, dtype=torch.long)
+        raise ValueError(
+            f"mask_id must be in [0, vocab_size={vocab_size}), got {mask_id!r}"
+        )
+    pool = (
+        torch.arange(vocab_size)
+        if random_ids is None
+        else torch.as_tensor(random_ids, dtype=torch.long)
+    )
     if pool.numel() == 0:
         raise ValueError("random_ids must hold at least one token id")
 
@@ -127,7 +209,9 @@ def replace_selected(ids, selected, *, mask_id: int, vocab_size: int, proportion
     action[selected & (u < p_mask)] = MASKED
     action[selected & (u >= p_mask) & (u < p_mask + p_random)] = RANDOM
     action[selected & (u >= p_mask + p_random)] = UNCHANGED
-    random_tokens = pool[torch.randint(pool.numel(), ids.shape, generator=generator)].to(ids.dtype)
+    random_tokens = pool[
+        torch.randint(pool.numel(), ids.shape, generator=generator)
+    ].to(ids.dtype)
 
     inputs = ids.clone()  # never modify the caller's tensor
     inputs[action == MASKED] = mask_id
@@ -136,33 +220,58 @@ def replace_selected(ids, selected, *, mask_id: int, vocab_size: int, proportion
     return Masked(inputs, targets, selected.clone(), action)
 
 
-def mlm_mask(ids, *, special_ids: Iterable[int], mask_id: int, vocab_size: int, p: float = 0.15,
-             proportions=(0.8, 0.1, 0.1), generator: torch.Generator, selected=None) -> Masked:
+def mlm_mask(
+    ids,
+    *,
+    special_ids: Iterable[int],
+    mask_id: int,
+    vocab_size: int,
+    p: float = 0.15,
+    proportions=(0.8, 0.1, 0.1),
+    generator: torch.Generator,
+    selected=None,
+) -> Masked:
     """BERT's masked-LM corruption of a ``(B, T)`` batch of ids.
 
-    Choose 15% (``p``) of the tokens that are not special (``special_ids``: [CLS], [SEP], [PAD],
-    ...); of those, 80/10/10 (``proportions``) become [MASK] / a random token / stay unchanged.
-    Pass ``selected`` (a ``(B, T)`` bool) to keep this replacement but choose positions another
-    way (whole words, spans, entities); special tokens are never selected either way.
+    Choose 15% (``p``) of the tokens that are not special (``special_ids``: [CLS],
+    [SEP], [PAD], ...); of those, 80/10/10 (``proportions``) become [MASK] / a random
+    token / stay unchanged. Pass ``selected`` (a ``(B, T)`` bool) to keep this
+    replacement but choose positions another way (whole words, spans, entities); special
+    tokens are never selected either way.
     """
     ids = _check_ids(ids, vocab_size)
     special = sorted(set(int(i) for i in special_ids))
     maskable = can_mask(ids, special)
     if not bool(maskable.any()):
-        raise ValueError("ids has no maskable token: every position is special or padding "
-                         f"(special_ids={special})")
+        raise ValueError(
+            "ids has no maskable token: every position is special or padding "
+            f"(special_ids={special})"
+        )
     if selected is None:
         selected = select_tokens(maskable, p, generator=generator)
-    elif not isinstance(selected, torch.Tensor) or selected.dtype != torch.bool or selected.shape != ids.shape:
-        raise TypeError(f"selected must be a bool tensor of the shape of ids {tuple(ids.shape)}")
+    elif (
+        not isinstance(selected, torch.Tensor)
+        or selected.dtype != torch.bool
+        or selected.shape != ids.shape
+    ):
+        raise TypeError(
+            f"selected must be a bool tensor of the shape of ids {tuple(ids.shape)}"
+        )
     else:
         selected = selected & maskable
     random_ids = [i for i in range(vocab_size) if i not in set(special) | {mask_id}]
-    return replace_selected(ids, selected, mask_id=mask_id, vocab_size=vocab_size,
-                            proportions=proportions, generator=generator, random_ids=random_ids)
+    return replace_selected(
+        ids,
+        selected,
+        mask_id=mask_id,
+        vocab_size=vocab_size,
+        proportions=proportions,
+        generator=generator,
+        random_ids=random_ids,
+    )
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Next-sentence prediction
 
 
@@ -170,6 +279,7 @@ def mlm_mask(ids, *, special_ids: Iterable[int], mask_id: int, vocab_size: int, 
 class Pair:
     """Two segments and whether ``b`` was drawn at random (label 1, "NotNext") or really
     follows ``a`` in its document (label 0, "IsNext")."""
+
     a: list
     b: list
     is_random: bool
@@ -179,13 +289,19 @@ class Pair:
         return int(self.is_random)
 
 
-def nsp_pairs(documents: Sequence[Sequence[Sequence[int]]], n: int, *, generator: torch.Generator,
-              p_random: float = 0.5) -> list[Pair]:
-    """``n`` sentence pairs from ``documents`` (each an ordered list of tokenized segments).
+def nsp_pairs(
+    documents: Sequence[Sequence[Sequence[int]]],
+    n: int,
+    *,
+    generator: torch.Generator,
+    p_random: float = 0.5,
+) -> list[Pair]:
+    """``n`` sentence pairs from ``documents`` (each an ordered list of tokenized
+    segments).
 
-    With probability ``1 - p_random`` segment B is the segment that follows A in the same
-    document; otherwise it is a random segment from a *different* document (BERT's recipe; the
-    ALBERT chapter argues this makes NSP mostly a topic test).
+    With probability ``1 - p_random`` segment B is the segment that follows A in the
+    same document; otherwise it is a random segment from a *different* document (BERT's
+    recipe; the ALBERT chapter argues this makes NSP mostly a topic test).
     """
     _check_generator(generator)
     if not isinstance(n, int) or n < 1:
@@ -194,7 +310,10 @@ def nsp_pairs(documents: Sequence[Sequence[Sequence[int]]], n: int, *, generator
         raise ValueError(f"p_random must be in [0, 1], got {p_random!r}")
     with_next = [d for d, doc in enumerate(documents) if len(doc) >= 2]
     if not with_next or len(documents) < 2:
-        raise ValueError("documents must hold at least two documents, one of them with two or more segments")
+        raise ValueError(
+            "documents must hold at least two documents, one of them with two or more "
+            "segments"
+        )
 
     def rand(k: int) -> int:
         return int(torch.randint(k, (1,), generator=generator))
@@ -216,33 +335,43 @@ def nsp_pairs(documents: Sequence[Sequence[Sequence[int]]], n: int, *, generator
     return pairs
 
 
-def pack_pairs(pairs: Sequence[Pair], *, cls_id: int, sep_id: int, pad_id: int, max_len: int) -> dict:
+def pack_pairs(
+    pairs: Sequence[Pair], *, cls_id: int, sep_id: int, pad_id: int, max_len: int
+) -> dict:
     """``[CLS] a [SEP] b [SEP]`` for each pair, padded to the longest, as model inputs.
 
     Longer pairs are cut to ``max_len`` by trimming the longer segment first (BERT's
-    ``truncate_seq_pair``, in :func:`ptlm_lite.data.batching.encode_pair`). Returns a dict of tensors: ``ids``, ``segments`` (0 for [CLS], A and its
-    [SEP]; 1 for B and its [SEP]; 0 on padding), ``valid`` (True for real tokens) and
-    ``nsp_labels`` (1 = random B).
+    ``truncate_seq_pair``, in :func:`ptlm_lite.data.batching.encode_pair`). Returns a
+    dict of tensors: ``ids``, ``segments`` (0 for [CLS], A and its [SEP]; 1 for B and
+    its [SEP]; 0 on padding), ``valid`` (True for real tokens) and ``nsp_labels`` (1 =
+    random B).
     """
     if not isinstance(max_len, int) or max_len < 5:
-        raise ValueError(f"max_len must be an integer >= 5 ([CLS] a [SEP] b [SEP]), got {max_len!r}")
+        raise ValueError(
+            f"max_len must be an integer >= 5 ([CLS] a [SEP] b [SEP]), got {max_len!r}"
+        )
     if not pairs:
         raise ValueError("pairs must not be empty")
     rows, segs = [], []
     for pair in pairs:
         if not len(pair.a) or not len(pair.b):
             raise ValueError("every pair needs two non-empty segments")
-        row, seg = encode_pair(pair.a, pair.b, cls_id, sep_id, max_len)  # the longer side is cut first
+        # the longer side is cut first
+        row, seg = encode_pair(pair.a, pair.b, cls_id, sep_id, max_len)
         rows.append(row)
         segs.append(seg)
     T = max(len(r) for r in rows)
     ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
     segments = torch.zeros((len(rows), T), dtype=torch.long)
     for r, (row, seg) in enumerate(zip(rows, segs)):
-        ids[r, :len(row)] = torch.tensor(row)
-        segments[r, :len(seg)] = torch.tensor(seg)
+        ids[r, : len(row)] = torch.tensor(row)
+        segments[r, : len(seg)] = torch.tensor(seg)
     valid = torch.zeros((len(rows), T), dtype=torch.bool)
     for r, row in enumerate(rows):
-        valid[r, :len(row)] = True
-    return {"ids": ids, "segments": segments, "valid": valid,
-            "nsp_labels": torch.tensor([p.label for p in pairs], dtype=torch.long)}
+        valid[r, : len(row)] = True
+    return {
+        "ids": ids,
+        "segments": segments,
+        "valid": valid,
+        "nsp_labels": torch.tensor([p.label for p in pairs], dtype=torch.long),
+    }

@@ -1,26 +1,30 @@
-"""Fine-tuning on the evaluation suite: batches for an encoder or a decoder, a training loop,
-scores that expose a constant predictor, and one call that makes the table with its baselines.
+"""Fine-tuning on the evaluation suite: batches for an encoder or a decoder, a training
+loop, scores that expose a constant predictor, and one call that makes the table with
+its baselines.
 
-    task ──encoder_batch──► ids, segments, valid, labels   ([CLS] a [SEP] b [SEP]; choices (B, C, T))
-         ──decoder_batch──► ids (B, C, T), last, labels     ([start] a [delim] b [extract]; GPT)
-    model(**batch) ──► logits ──argmax──► predictions ──scores──► accuracy, macro-F1, constant
+    task ──encoder_batch──► ids, segments, valid, labels   [CLS] a [SEP] b [SEP] (BERT)
+         ──decoder_batch──► ids (B, C, T), last, labels   [start] a [delim] b [extract]
+    model(**batch) ──► logits ──argmax──► predictions ──► accuracy, macro-F1, constant
 
-A model that always answers the most frequent class scores the majority share in accuracy: 71.7%
-on a test set that is 71.7% "person". Macro-F1 (the mean over classes of each class's F1) gives
-it only one class's F1 divided by the number of classes, and :func:`evaluate` says ``constant``
-outright. :func:`run` trains every model factory over several seeds on the same batches and adds
-the majority, chance and surface baselines as rows of the same table::
+A model that always answers the most frequent class scores the majority share in
+accuracy: 71.7% on a test set that is 71.7% "person". Macro-F1 (the mean over classes of
+each class's F1) gives it only one class's F1 divided by the number of classes, and
+:func:`evaluate` says ``constant`` outright. :func:`run` trains every model factory over
+several seeds on the same batches and adds the majority, chance and surface baselines as
+rows of the same table::
 
-    from ptlm_lite import finetune, suite
-    task = suite.get("relation_check")
-    table = finetune.run(task, {"pre-trained": lambda seed: finetune.bert_model(task, pretrained),
-                                "random init": lambda seed: finetune.bert_model(task, config)},
+    from ptlm_lite import finetune, suite task = suite.get("relation_check") table =
+    finetune.run(task, {"pre-trained": lambda seed: finetune.bert_model(task,
+    pretrained),
+                                "random init": lambda seed: finetune.bert_model(task,
+                                config)},
                          tok, seeds=(0, 1, 2), steps=150)
     finetune.summarize(table)
 
 Chapters: ``chapters/bert.ipynb`` (encoder heads), ``chapters/gpt.ipynb`` (GPT's input
 transformations); the tasks are :mod:`ptlm_lite.suite`'s.
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,25 +35,42 @@ from typing import Callable
 import numpy as np
 import torch
 
-__all__ = ["encoder_batch", "decoder_batch", "batches", "bert_model", "gpt_model", "finetune", "evaluate",
-           "scores", "macro_f1", "is_constant", "run", "summarize"]
+__all__ = [
+    "encoder_batch",
+    "decoder_batch",
+    "batches",
+    "bert_model",
+    "gpt_model",
+    "finetune",
+    "evaluate",
+    "scores",
+    "macro_f1",
+    "is_constant",
+    "run",
+    "summarize",
+]
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Batches
 
 
 def _kind(task) -> str:
     kind = task if isinstance(task, str) else task.kind
     if kind not in ("single", "pair", "choice"):
-        raise ValueError(f"task kind must be 'single', 'pair' or 'choice', got {kind!r}")
+        raise ValueError(
+            f"task kind must be 'single', 'pair' or 'choice', got {kind!r}"
+        )
     return kind
 
 
 def _examples(task, examples):
     if isinstance(examples, str):
         if examples not in ("train", "test"):
-            raise ValueError(f"examples must be 'train', 'test' or a list of examples, got {examples!r}")
+            raise ValueError(
+                f"examples must be 'train', 'test' or a list of examples, got "
+                f"{examples!r}"
+            )
         return getattr(task, examples)
     if len(examples) == 0:
         raise ValueError("examples is empty: pass at least one example")
@@ -57,14 +78,15 @@ def _examples(task, examples):
 
 
 def encoder_batch(task, examples, tokenizer, max_len: int = 64) -> dict:
-    """BERT's inputs for a whole split: ``[CLS] text [SEP]`` (single) or ``[CLS] a [SEP] b [SEP]``
-    (pair; a choice task pairs the context with each ending).
+    """BERT's inputs for a whole split: ``[CLS] text [SEP]`` (single) or ``[CLS] a [SEP]
+    b [SEP]`` (pair; a choice task pairs the context with each ending).
 
     ``task``: a :class:`~ptlm_lite.suite.Task` (or its kind); ``examples``: ``"train"``,
-    ``"test"`` or a list of example dicts; ``tokenizer``: anything with ``encode_batch`` and
-    ``special_ids`` (``cls``, ``sep``, ``pad``). Returns ``ids``, ``segments``, ``valid`` of shape
-    ``(N, T)`` (``(N, C, T)`` for choices, C candidates each) and ``labels`` ``(N,)``; the keys
-    are the names of the BERT heads' ``forward`` arguments.
+    ``"test"`` or a list of example dicts; ``tokenizer``: anything with ``encode_batch``
+    and ``special_ids`` (``cls``, ``sep``, ``pad``). Returns ``ids``, ``segments``,
+    ``valid`` of shape ``(N, T)`` (``(N, C, T)`` for choices, C candidates each) and
+    ``labels`` ``(N,)``; the keys are the names of the BERT heads' ``forward``
+    arguments.
     """
     from .data import encode_pair, pad_sequences
 
@@ -72,38 +94,50 @@ def encoder_batch(task, examples, tokenizer, max_len: int = 64) -> dict:
     sp = tokenizer.special_ids
     cls, sep, pad = sp["cls"], sp["sep"], sp["pad"]
     if kind == "single":
-        rows = [[cls] + t[:max_len - 2] + [sep] for t in tokenizer.encode_batch([e["text"] for e in examples])]
+        rows = [
+            [cls] + t[: max_len - 2] + [sep]
+            for t in tokenizer.encode_batch([e["text"] for e in examples])
+        ]
         segs = [[0] * len(r) for r in rows]
     else:
         if kind == "pair":
             a_texts, b_texts = [e["a"] for e in examples], [e["b"] for e in examples]
-        else:  # one (context, ending) pair per candidate, candidates of an example consecutive
+        # one (context, ending) pair per candidate, candidates of an example consecutive
+        else:
             a_texts = [e["context"] for e in examples for _ in e["endings"]]
             b_texts = [end for e in examples for end in e["endings"]]
-        enc = [encode_pair(a, b, cls, sep, max_len)
-               for a, b in zip(tokenizer.encode_batch(a_texts), tokenizer.encode_batch(b_texts))]
+        enc = [
+            encode_pair(a, b, cls, sep, max_len)
+            for a, b in zip(
+                tokenizer.encode_batch(a_texts), tokenizer.encode_batch(b_texts)
+            )
+        ]
         rows, segs = [r for r, _ in enc], [s for _, s in enc]
-    ids, valid = pad_sequences(rows, pad_id=pad)                        # (N·C, T)
+    ids, valid = pad_sequences(rows, pad_id=pad)  # (N·C, T)
     segments, _ = pad_sequences(segs, pad_id=0, max_len=ids.shape[1])
     batch = {"ids": ids, "segments": segments, "valid": valid}
     if kind == "choice":
         C = len(examples[0]["endings"])
         if any(len(e["endings"]) != C for e in examples):
-            raise ValueError("every example of a choice task must have the same number of endings")
+            raise ValueError(
+                "every example of a choice task must have the same number of endings"
+            )
         batch = {k: v.view(len(examples), C, -1) for k, v in batch.items()}  # (N, C, T)
     batch["labels"] = torch.tensor([e["label"] for e in examples])
     return batch
 
 
 def decoder_batch(task, examples, tokenizer, prefix_space: bool = True) -> dict:
-    """GPT's input transformations for a whole split (:func:`ptlm_lite.recipes.gpt.task_inputs`):
-    ``[start] text [extract]``, ``[start] a [delim] b [extract]``, or one such sequence per ending.
+    """GPT's input transformations for a whole split
+    (:func:`ptlm_lite.recipes.gpt.task_inputs`): ``[start] text [extract]``, ``[start] a
+    [delim] b [extract]``, or one such sequence per ending.
 
-    start / delim / extract are the tokenizer's ``bos`` / ``sep`` / ``cls`` ids, as in the GPT
-    chapter. ``prefix_space``: encode each text as " text", the way names occur inside the
-    pre-training documents (a byte-level BPE splits "Kotheth" and " Kotheth" differently).
-    Returns ``ids`` ``(N, C, T)`` (C = 1 unless choices), ``last`` ``(N, C)`` and ``labels`` ``(N,)``:
-    the arguments of :class:`~ptlm_lite.gpt.GPTForTask`'s ``forward``.
+    start / delim / extract are the tokenizer's ``bos`` / ``sep`` / ``cls`` ids, as in
+    the GPT chapter. ``prefix_space``: encode each text as " text", the way names occur
+    inside the pre-training documents (a byte-level BPE splits "Kotheth" and " Kotheth"
+    differently). Returns ``ids`` ``(N, C, T)`` (C = 1 unless choices), ``last`` ``(N,
+    C)`` and ``labels`` ``(N,)``: the arguments of :class:`~ptlm_lite.gpt.GPTForTask`'s
+    ``forward``.
     """
     collate_task, task_inputs = _gpt_transformations()
     kind, examples = _kind(task), _examples(task, examples)
@@ -126,6 +160,7 @@ def decoder_batch(task, examples, tokenizer, prefix_space: bool = True) -> dict:
 
 def _gpt_transformations():
     from .recipes.gpt import collate_task, task_inputs
+
     return collate_task, task_inputs
 
 
@@ -133,39 +168,55 @@ def _is_decoder(model) -> bool:
     return "last" in inspect.signature(model.forward).parameters
 
 
-def batches(task, tokenizer, model=None, decoder: bool | None = None, **kw) -> tuple[dict, dict]:
-    """``(train batch, test batch)`` in the form ``model`` takes (a decoder if its ``forward``
-    has a ``last`` argument, as GPTForTask's does; or say ``decoder=True``)."""
+def batches(
+    task, tokenizer, model=None, decoder: bool | None = None, **kw
+) -> tuple[dict, dict]:
+    """``(train batch, test batch)`` in the form ``model`` takes (a decoder if its
+    ``forward`` has a ``last`` argument, as GPTForTask's does; or say ``decoder=True``).
+    """
     if model is None and decoder is None:
-        raise ValueError("pass the model (to see which inputs it takes) or decoder=True/False")
+        raise ValueError(
+            "pass the model (to see which inputs it takes) or decoder=True/False"
+        )
     decoder = _is_decoder(model) if decoder is None else decoder
     make = decoder_batch if decoder else encoder_batch
     return make(task, "train", tokenizer, **kw), make(task, "test", tokenizer, **kw)
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Models with the head a task needs
 
 
 def bert_model(task, source):
-    """A BERT head for ``task``: :class:`~ptlm_lite.bert.BertForMultipleChoice` for a choice task,
-    else :class:`~ptlm_lite.bert.BertForSequenceClassification` with ``task.n_labels`` classes.
+    """A BERT head for ``task``: :class:`~ptlm_lite.bert.BertForMultipleChoice` for a
+    choice task, else :class:`~ptlm_lite.bert.BertForSequenceClassification` with
+    ``task.n_labels`` classes.
 
-    ``source``: a pre-trained model (its encoder is copied) or a :class:`~ptlm_lite.config.Config`
-    (random weights, the control of every pre-training claim).
+    ``source``: a pre-trained model (its encoder is copied) or a
+    :class:`~ptlm_lite.config.Config` (random weights, the control of every pre-training
+    claim).
     """
     from . import bert
     from .config import Config
 
-    head, kw = ((bert.BertForMultipleChoice, {}) if task.kind == "choice"
-                else (bert.BertForSequenceClassification, {"n_labels": task.n_labels}))
-    return head(source, **kw) if isinstance(source, Config) else head.from_pretrained(source, **kw)
+    head, kw = (
+        (bert.BertForMultipleChoice, {})
+        if task.kind == "choice"
+        else (bert.BertForSequenceClassification, {"n_labels": task.n_labels})
+    )
+    return (
+        head(source, **kw)
+        if isinstance(source, Config)
+        else head.from_pretrained(source, **kw)
+    )
 
 
 def gpt_model(task, source, lm_weight: float = 0.5):
-    """A :class:`~ptlm_lite.gpt.GPTForTask` for ``task`` ("choice" mode for a choice task, else
-    "classify" with ``task.n_labels`` outputs). ``source``: a pre-trained GPT (deep-copied, so the
-    original stays as it was) or a Config (random weights). ``lm_weight``: λ of the auxiliary LM loss."""
+    """A :class:`~ptlm_lite.gpt.GPTForTask` for ``task`` ("choice" mode for a choice
+    task, else "classify" with ``task.n_labels`` outputs). ``source``: a pre-trained GPT
+    (deep-copied, so the original stays as it was) or a Config (random weights).
+    ``lm_weight``: λ of the auxiliary LM loss.
+    """
     from .config import Config
     from .gpt import GPT, GPTForTask
 
@@ -174,23 +225,36 @@ def gpt_model(task, source, lm_weight: float = 0.5):
     return GPTForTask(gpt, task.n_labels, mode=mode, lm_weight=lm_weight)
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Training and scoring
 
 
 def _size(batch: dict) -> int:
     sizes = {len(v) for v in batch.values()}
     if len(sizes) != 1:
-        raise ValueError(f"every tensor of the batch dict must have the same first dimension, got {sizes}")
+        raise ValueError(
+            f"every tensor of the batch dict must have the same first dimension, got "
+            f"{sizes}"
+        )
     return sizes.pop()
 
 
-def finetune(model, train_batch: dict, steps: int, batch_size: int = 16, lr: float = 1e-3, seed: int = 0,
-             progress: bool = False, **train_kw):
-    """Fine-tune ``model`` on ``train_batch`` (a dict of tensors over the whole training split, as
-    :func:`encoder_batch` / :func:`decoder_batch` make): ``steps`` steps of ``batch_size`` examples
-    drawn at random (seeded), AdamW with a linear warm-up over the first tenth and linear decay
-    (BERT's schedule), through :func:`ptlm_lite.train.train`. Returns its History."""
+def finetune(
+    model,
+    train_batch: dict,
+    steps: int,
+    batch_size: int = 16,
+    lr: float = 1e-3,
+    seed: int = 0,
+    progress: bool = False,
+    **train_kw,
+):
+    """Fine-tune ``model`` on ``train_batch`` (a dict of tensors over the whole training
+    split, as :func:`encoder_batch` / :func:`decoder_batch` make): ``steps`` steps of
+    ``batch_size`` examples drawn at random (seeded), AdamW with a linear warm-up over
+    the first tenth and linear decay (BERT's schedule), through
+    :func:`ptlm_lite.train.train`. Returns its History.
+    """
     from .train import train
 
     n = _size(train_batch)
@@ -200,23 +264,32 @@ def finetune(model, train_batch: dict, steps: int, batch_size: int = 16, lr: flo
         idx = torch.randint(n, (batch_size,), generator=g)
         return {k: v[idx] for k, v in train_batch.items()}
 
-    kw = dict(warmup=steps // 10, schedule="linear", desc="fine-tuning", progress=progress)
+    kw = dict(
+        warmup=steps // 10, schedule="linear", desc="fine-tuning", progress=progress
+    )
     return train(model, batch, steps=steps, lr=lr, seed=seed, **{**kw, **train_kw})
 
 
 def is_constant(predictions) -> bool:
-    """True if every prediction is the same class: the model learned the label frequencies only."""
+    """True if every prediction is the same class: the model learned the label
+    frequencies only.
+    """
     values = np.asarray(predictions).ravel()
     return len(values) > 0 and bool((values == values[0]).all())
 
 
 def macro_f1(predictions, labels) -> float:
-    """The mean over classes of each class's F1 (the harmonic mean of its precision and recall),
-    over the classes that occur in ``labels`` or ``predictions`` (scikit-learn's convention; a
-    class never predicted has F1 = 0). A constant predictor on K balanced classes gets 2 / (K + 1) / K."""
+    """The mean over classes of each class's F1 (the harmonic mean of its precision and
+    recall), over the classes that occur in ``labels`` or ``predictions``
+    (scikit-learn's convention; a class never predicted has F1 = 0). A constant
+    predictor on K balanced classes gets 2 / (K + 1) / K.
+    """
     p, y = np.asarray(predictions).ravel(), np.asarray(labels).ravel()
     if p.shape != y.shape or len(y) == 0:
-        raise ValueError(f"predictions and labels must be non-empty and of one length, got {p.shape}, {y.shape}")
+        raise ValueError(
+            f"predictions and labels must be non-empty and of one length, got "
+            f"{p.shape}, {y.shape}"
+        )
     f1 = []
     for c in np.union1d(p, y):
         tp = np.sum((p == c) & (y == c))
@@ -226,31 +299,48 @@ def macro_f1(predictions, labels) -> float:
 
 
 def scores(predictions, labels, n_labels: int | None = None) -> dict:
-    """``{"accuracy", "macro_f1", "constant"}`` of ``predictions`` against ``labels``."""
+    """``{"accuracy", "macro_f1", "constant"}`` of ``predictions`` against
+    ``labels``."""
     p, y = np.asarray(predictions).ravel(), np.asarray(labels).ravel()
     if n_labels is not None and len(p) and (p.min() < 0 or p.max() >= n_labels):
-        raise ValueError(f"predictions must be in [0, {n_labels}), got values in [{p.min()}, {p.max()}]")
-    return {"accuracy": float(np.mean(p == y)), "macro_f1": macro_f1(p, y), "constant": is_constant(p)}
+        raise ValueError(
+            f"predictions must be in [0, {n_labels}), got values in [{p.min()}, "
+            f"{p.max()}]"
+        )
+    return {
+        "accuracy": float(np.mean(p == y)),
+        "macro_f1": macro_f1(p, y),
+        "constant": is_constant(p),
+    }
 
 
 @torch.no_grad()
 def evaluate(model, batch: dict, chunk: int = 256) -> dict:
-    """Score ``model`` on ``batch`` (with ``labels``): ``{"accuracy", "macro_f1", "constant",
-    "predictions"}``. ``constant`` is True when every prediction is the same class; its accuracy
-    then equals that class's share (the majority share at best) and its macro-F1 is low."""
+    """Score ``model`` on ``batch`` (with ``labels``): ``{"accuracy", "macro_f1",
+    "constant", "predictions"}``. ``constant`` is True when every prediction is the same
+    class; its accuracy then equals that class's share (the majority share at best) and
+    its macro-F1 is low.
+    """
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     inputs = {k: v for k, v in batch.items() if k != "labels"}
     n = _size(inputs)
-    preds = [model(**{k: v[i:i + chunk].to(device) for k, v in inputs.items()}).logits.argmax(-1).cpu()
-             for i in range(0, n, chunk)]
+    preds = [
+        model(**{k: v[i : i + chunk].to(device) for k, v in inputs.items()})
+        .logits.argmax(-1)
+        .cpu()
+        for i in range(0, n, chunk)
+    ]
     model.train(was_training)
     predictions = torch.cat(preds).numpy()
-    return {**scores(predictions, batch["labels"].numpy()), "predictions": predictions.tolist()}
+    return {
+        **scores(predictions, batch["labels"].numpy()),
+        "predictions": predictions.tolist(),
+    }
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # One call per chapter: models × seeds, with the baselines
 
 
@@ -259,41 +349,69 @@ def _baselines(task, surface: bool) -> list[dict]:
     constant = np.full_like(labels, task.majority_label)
     shares = np.bincount(labels, minlength=task.n_labels) / len(labels)
     present = shares > 0
-    k = 1 / task.n_labels  # uniform guessing: precision = a class's share, recall = 1/K (expected counts)
+    # uniform guessing: precision = a class's share, recall = 1/K (expected counts)
+    k = 1 / task.n_labels
     chance_f1 = float(np.mean(2 * shares[present] * k / (shares[present] + k)))
-    rows = [{"model": "majority class", **scores(constant, labels)},
-            {"model": "chance", "accuracy": task.chance, "macro_f1": chance_f1, "constant": False}]
+    rows = [
+        {"model": "majority class", **scores(constant, labels)},
+        {
+            "model": "chance",
+            "accuracy": task.chance,
+            "macro_f1": chance_f1,
+            "constant": False,
+        },
+    ]
     if surface:
         from .suite import surface_baseline
 
         s = surface_baseline(task)
-        rows.append({"model": "surface (char n-grams)", "accuracy": s["accuracy"], "macro_f1": s["macro_f1"],
-                     "constant": is_constant(s["predictions"])})
+        rows.append(
+            {
+                "model": "surface (char n-grams)",
+                "accuracy": s["accuracy"],
+                "macro_f1": s["macro_f1"],
+                "constant": is_constant(s["predictions"]),
+            }
+        )
     return rows
 
 
-def run(task, make_model: Callable | dict[str, Callable], tokenizer, seeds=(0, 1, 2), steps: int = 150,
-        batch_size: int = 16, lr: float = 1e-3, surface: bool = True, device=None, progress: bool = False,
-        **batch_kw):
-    """Fine-tune and score every model factory on ``task`` over ``seeds``; return a DataFrame.
+def run(
+    task,
+    make_model: Callable | dict[str, Callable],
+    tokenizer,
+    seeds=(0, 1, 2),
+    steps: int = 150,
+    batch_size: int = 16,
+    lr: float = 1e-3,
+    surface: bool = True,
+    device=None,
+    progress: bool = False,
+    **batch_kw,
+):
+    """Fine-tune and score every model factory on ``task`` over ``seeds``; return a
+    DataFrame.
 
     ``make_model``: ``{name: seed -> model}`` (or one callable, named "model"), e.g.
-    ``{"pre-trained": lambda seed: bert_model(task, pretrained), "random init": lambda seed:
-    bert_model(task, config)}``; torch is seeded with ``seed`` before each call, so the new head
-    starts the same way for every factory. Batches are built once per input form (encoder or
-    decoder) and every run of a seed draws the same examples in the same order. Rows: one per
-    (model, seed) with ``accuracy``, ``macro_f1``, ``constant``, ``seconds``; then the baselines
-    ``majority class`` (the best constant answer: always the test split's most frequent label,
-    ``task.majority``), ``chance`` (uniform guessing, expected values) and ``surface (char
-    n-grams)`` (:func:`ptlm_lite.suite.surface_baseline`, if ``surface``). ``batch_kw`` goes to
-    the batch builder (``max_len``, ``prefix_space``). ``table.attrs`` holds the task's name,
-    ``needs_pretraining``, the steps and the split sizes.
+    ``{"pre-trained": lambda seed: bert_model(task, pretrained), "random init": lambda
+    seed: bert_model(task, config)}``; torch is seeded with ``seed`` before each call,
+    so the new head starts the same way for every factory. Batches are built once per
+    input form (encoder or decoder) and every run of a seed draws the same examples in
+    the same order. Rows: one per (model, seed) with ``accuracy``, ``macro_f1``,
+    ``constant``, ``seconds``; then the baselines ``majority class`` (the best constant
+    answer: always the test split's most frequent label, ``task.majority``), ``chance``
+    (uniform guessing, expected values) and ``surface (char n-grams)``
+    (:func:`ptlm_lite.suite.surface_baseline`, if ``surface``). ``batch_kw`` goes to the
+    batch builder (``max_len``, ``prefix_space``). ``table.attrs`` holds the task's
+    name, ``needs_pretraining``, the steps and the split sizes.
     """
     import pandas as pd
 
     factories = make_model if isinstance(make_model, dict) else {"model": make_model}
     if not factories or not all(callable(f) for f in factories.values()):
-        raise TypeError("make_model must be a callable seed -> model or a non-empty dict of them")
+        raise TypeError(
+            "make_model must be a callable seed -> model or a non-empty dict of them"
+        )
     cached: dict[bool, tuple[dict, dict]] = {}
     rows = []
     for name, factory in factories.items():
@@ -307,25 +425,46 @@ def run(task, make_model: Callable | dict[str, Callable], tokenizer, seeds=(0, 1
                 cached[decoder] = batches(task, tokenizer, decoder=decoder, **batch_kw)
             train_batch, test_batch = cached[decoder]
             start = time.perf_counter()
-            hist = finetune(model, train_batch, steps, batch_size, lr, seed, progress=progress,
-                            desc=f"{task.name}: {name}, seed {seed}")
+            hist = finetune(
+                model,
+                train_batch,
+                steps,
+                batch_size,
+                lr,
+                seed,
+                progress=progress,
+                desc=f"{task.name}: {name}, seed {seed}",
+            )
             result = evaluate(model, test_batch)
-            rows.append({"model": name, "seed": seed, "accuracy": result["accuracy"],
-                         "macro_f1": result["macro_f1"], "constant": result["constant"],
-                         "final_loss": hist.final_loss(min(20, steps)),
-                         "seconds": round(time.perf_counter() - start, 2)})
+            rows.append(
+                {
+                    "model": name,
+                    "seed": seed,
+                    "accuracy": result["accuracy"],
+                    "macro_f1": result["macro_f1"],
+                    "constant": result["constant"],
+                    "final_loss": hist.final_loss(min(20, steps)),
+                    "seconds": round(time.perf_counter() - start, 2),
+                }
+            )
     rows += [{**r, "seed": None} for r in _baselines(task, surface)]
     table = pd.DataFrame(rows)
     table["seed"] = table["seed"].astype("Int64")  # baselines have none
     table.insert(0, "task", task.name)
-    table.attrs.update(task=task.name, needs_pretraining=task.needs_pretraining, steps=steps,
-                       n_train=len(task.train), n_test=len(task.test))
+    table.attrs.update(
+        task=task.name,
+        needs_pretraining=task.needs_pretraining,
+        steps=steps,
+        n_train=len(task.train),
+        n_test=len(task.test),
+    )
     return table
 
 
 def summarize(table):
-    """One row per (task, model): mean, std, min and max over seeds of accuracy and macro-F1, and
-    how many of the runs predicted one class only."""
+    """One row per (task, model): mean, std, min and max over seeds of accuracy and
+    macro-F1, and how many of the runs predicted one class only.
+    """
     g = table.groupby(["task", "model"], sort=False)
     out = g[["accuracy", "macro_f1"]].agg(["mean", "std", "min", "max"])
     out.columns = [f"{metric} {stat}" for metric, stat in out.columns]

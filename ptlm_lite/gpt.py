@@ -1,30 +1,34 @@
-"""GPT and GPT-2: a Transformer decoder with no encoder, trained to predict the next token.
+"""GPT and GPT-2: a Transformer decoder with no encoder, trained to predict the next
+token.
 
     ids ──Embeddings(token + learned position)──► Stack(causal mask) ──► [LN] ──► logits
 
-Everything that makes it a language model is one mask: ``masks.causal_mask(T)``, so position ``t``
-sees positions ``0..t`` and the loss at ``t`` is the cross-entropy of token ``t + 1``.
+Everything that makes it a language model is one mask: ``masks.causal_mask(T)``, so
+position ``t`` sees positions ``0..t`` and the loss at ``t`` is the cross-entropy of
+token ``t + 1``.
 
-    L(θ) = Σ_t −log P(x_t | x_<t ; θ)                                    (Radford et al., 2018)
+    L(θ) = Σ_t −log P(x_t | x_<t ; θ)                          (Radford et al., 2018)
 
-The causal mask is only the default: ``model(ids, mask=masks.prefix_mask(T, P))`` is a prefix-LM
-(the first P tokens see each other both ways), with no new forward.
+The causal mask is only the default: ``model(ids, mask=masks.prefix_mask(T, P))`` is a
+prefix-LM (the first P tokens see each other both ways), with no new forward.
 
 GPT (2018) and GPT-2 (2019) differ by exactly one switch and an initialisation:
 
 * GPT: post-LN blocks, ``x = LN(x + Sublayer(x))``, like the 2017 Transformer;
-* GPT-2: pre-LN blocks, ``x = x + Sublayer(LN(x))``, a final LayerNorm after the last block, and
-  the output projections of attention and feed-forward initialised with std 0.02/√(2·n_layer),
-  because each of the 2·n_layer residual branches adds its variance to the stream.
+* GPT-2: pre-LN blocks, ``x = x + Sublayer(LN(x))``, a final LayerNorm after the last
+  block, and the output projections of attention and feed-forward initialised with std
+  0.02/√(2·n_layer), because each of the 2·n_layer residual branches adds its variance
+  to the stream.
 
-Generation reuses the keys and values of earlier positions (a per-layer ``cache`` dict handed
-down to attention); the mask then is ``causal_mask(T_new, memory=T_past)``, the same diagonal
-shifted right, exactly as in Transformer-XL. The pre-training recipe is in
+Generation reuses the keys and values of earlier positions (a per-layer ``cache`` dict
+handed down to attention); the mask then is ``causal_mask(T_new, memory=T_past)``, the
+same diagonal shifted right, exactly as in Transformer-XL. The pre-training recipe is in
 :mod:`ptlm_lite.recipes.gpt`.
 
-Chapters: ``chapters/gpt.ipynb`` (model, fine-tuning), ``chapters/gpt2.ipynb`` (pre-LN, scale),
-``chapters/gpt3.ipynb`` (in-context learning).
+Chapters: ``chapters/gpt.ipynb`` (model, fine-tuning), ``chapters/gpt2.ipynb`` (pre-LN,
+scale), ``chapters/gpt3.ipynb`` (in-context learning).
 """
+
 from __future__ import annotations
 
 import math
@@ -43,61 +47,124 @@ __all__ = ["GPT", "GPTForTask", "gpt_config"]
 
 # The papers' sizes, for counting parameters on the "meta" device (never trained here).
 _GPT = dict(pos="learned", activation="gelu_tanh", dropout=0.1, tie_weights=True)
-register_preset("gpt", vocab_size=40478, d_model=768, n_layer=12, n_head=12, d_ff=3072, max_len=512,
-                pre_norm=False, **_GPT)                                # 117M in the paper (BPE, 40k merges)
-for _name, (_d, _l, _h) in {"gpt2": (768, 12, 12), "gpt2-medium": (1024, 24, 16),
-                            "gpt2-large": (1280, 36, 20), "gpt2-xl": (1600, 48, 25)}.items():
-    register_preset(_name, vocab_size=50257, d_model=_d, n_layer=_l, n_head=_h, d_ff=4 * _d,
-                    max_len=1024, pre_norm=True, **_GPT)               # 50,257 byte-level BPE tokens
-# The book's scales: seconds on a 2-core CPU ("tiny") or a GPU ("small"); chapters set vocab_size.
+register_preset(
+    "gpt",
+    vocab_size=40478,
+    d_model=768,
+    n_layer=12,
+    n_head=12,
+    d_ff=3072,
+    max_len=512,
+    # 117M in the paper (BPE, 40k merges)
+    pre_norm=False,
+    **_GPT,
+)
+for _name, (_d, _l, _h) in {
+    "gpt2": (768, 12, 12),
+    "gpt2-medium": (1024, 24, 16),
+    "gpt2-large": (1280, 36, 20),
+    "gpt2-xl": (1600, 48, 25),
+}.items():
+    register_preset(
+        _name,
+        vocab_size=50257,
+        d_model=_d,
+        n_layer=_l,
+        n_head=_h,
+        d_ff=4 * _d,
+        # 50,257 byte-level BPE tokens
+        max_len=1024,
+        pre_norm=True,
+        **_GPT,
+    )
+# The book's scales: seconds on a 2-core CPU ("tiny") or a GPU ("small"); chapters set
+# vocab_size.
 for _pre, _name in ((False, "gpt"), (True, "gpt2")):
-    register_preset(f"{_name}-tiny", d_model=64, n_layer=2, n_head=4, d_ff=256, max_len=128, pre_norm=_pre, **_GPT)
-    register_preset(f"{_name}-small", d_model=256, n_layer=4, n_head=8, d_ff=1024, max_len=256, pre_norm=_pre, **_GPT)
+    register_preset(
+        f"{_name}-tiny",
+        d_model=64,
+        n_layer=2,
+        n_head=4,
+        d_ff=256,
+        max_len=128,
+        pre_norm=_pre,
+        **_GPT,
+    )
+    register_preset(
+        f"{_name}-small",
+        d_model=256,
+        n_layer=4,
+        n_head=8,
+        d_ff=1024,
+        max_len=256,
+        pre_norm=_pre,
+        **_GPT,
+    )
 
 
 def gpt_config(name: str = "gpt-tiny", **overrides) -> Config:
-    """A GPT preset as a :class:`Config` (``gpt``, ``gpt2``, ..., ``gpt-tiny``, ``gpt2-tiny``)."""
+    """A GPT preset as a :class:`Config` (``gpt``, ``gpt2``, ..., ``gpt-tiny``,
+    ``gpt2-tiny``).
+    """
     return preset(name, **overrides)
 
 
 class GPT(Model):
-    """A decoder-only language model. ``config.pre_norm`` picks GPT (False) or GPT-2 (True).
+    """A decoder-only language model. ``config.pre_norm`` picks GPT (False) or GPT-2
+    (True).
 
-    ``forward(ids, targets=None, mask=None, cache=None, return_attention=False, return_hidden=False)``
-    returns an :class:`~ptlm_lite.output.Output`: ``logits`` (B, T, V); ``loss`` the mean next-token
-    cross-entropy over targets that are not ``IGNORE`` (−100); ``attentions`` per layer
-    (B, H, T, T_past + T); ``extra["hidden"]`` the last hidden states (B, T, D) for heads.
-    ``mask`` defaults to the causal mask (shifted by the cache's length).
+    ``forward(ids, targets=None, mask=None, cache=None, return_attention=False,
+    return_hidden=False)`` returns an :class:`~ptlm_lite.output.Output`: ``logits`` (B,
+    T, V); ``loss`` the mean next-token cross-entropy over targets that are not
+    ``IGNORE`` (−100); ``attentions`` per layer (B, H, T, T_past + T);
+    ``extra["hidden"]`` the last hidden states (B, T, D) for heads. ``mask`` defaults to
+    the causal mask (shifted by the cache's length).
     """
 
     def __init__(self, config: Config, seed: int | None = None):
         super().__init__(config, seed)
         if config.pos != "learned":
-            raise ValueError(f"config.pos must be 'learned' for GPT (learned position embeddings), got {config.pos!r}")
-        self.embed = Embeddings(config)                 # token + learned position, then dropout
+            raise ValueError(
+                f"config.pos must be 'learned' for GPT (learned position embeddings), "
+                f"got {config.pos!r}"
+            )
+        # token + learned position, then dropout
+        self.embed = Embeddings(config)
         self.blocks = Stack(config)
-        # Pre-LN leaves the residual stream un-normalised, so GPT-2 adds one LayerNorm at the end.
-        self.ln_f = nn.LayerNorm(config.d_model, eps=config.ln_eps) if config.pre_norm else nn.Identity()
+        # Pre-LN leaves the residual stream un-normalised, so GPT-2 adds one LayerNorm
+        # at the end.
+        self.ln_f = (
+            nn.LayerNorm(config.d_model, eps=config.ln_eps)
+            if config.pre_norm
+            else nn.Identity()
+        )
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_weights:
-            self.head.weight = self.embed.tok.weight    # the input embedding is the output matrix
-        if self.head.weight.is_meta:                    # built on device "meta" to count parameters:
-            return                                      # there is nothing to initialise
+            # the input embedding is the output matrix
+            self.head.weight = self.embed.tok.weight
+        # built on device "meta" to count parameters:
+        if self.head.weight.is_meta:
+            return  # there is nothing to initialise
         self.apply(self._init)
-        if config.pre_norm:  # GPT-2: scale the residual branches' output projections by 1/√(2·n_layer)
+        # GPT-2: scale the residual branches' output projections by 1/√(2·n_layer)
+        if config.pre_norm:
             for block in self.blocks:
                 for proj in (block.attn.o, block.ff.fc2):
-                    nn.init.normal_(proj.weight, std=0.02 / math.sqrt(2 * config.n_layer))
+                    nn.init.normal_(
+                        proj.weight, std=0.02 / math.sqrt(2 * config.n_layer)
+                    )
 
     @staticmethod
     def _init(m):
         if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, std=0.02)         # N(0, 0.02), as in both papers
+            nn.init.normal_(m.weight, std=0.02)  # N(0, 0.02), as in both papers
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
 
     def new_cache(self) -> list[dict]:
-        """An empty key/value cache: one dict per layer, filled by ``forward(..., cache=...)``."""
+        """An empty key/value cache: one dict per layer, filled by ``forward(...,
+        cache=...)``.
+        """
         return [{} for _ in range(self.config.n_layer)]
 
     @staticmethod
@@ -105,48 +172,75 @@ class GPT(Model):
         """How many positions the cache already holds."""
         return cache[0]["k"].shape[2] if cache and "k" in cache[0] else 0
 
-    def forward(self, ids, targets=None, mask=None, cache=None, return_attention=False,
-                return_hidden=False) -> Output:
+    def forward(
+        self,
+        ids,
+        targets=None,
+        mask=None,
+        cache=None,
+        return_attention=False,
+        return_hidden=False,
+    ) -> Output:
         past = self.cache_len(cache)
-        x = self.embed(ids, offset=past)                       # (B, T, D); positions past..past+T-1
-        if mask is None:                                       # the default: left to right
-            mask = masks.causal_mask(ids.shape[1], memory=past, device=ids.device)  # (T, past + T)
-        out = self.blocks(x, mask=mask, cache=cache, return_attention=return_attention,
-                          return_hidden=return_hidden)
+        # (B, T, D); positions past..past+T-1
+        x = self.embed(ids, offset=past)
+        # the default: left to right
+        if mask is None:
+            # (T, past + T)
+            mask = masks.causal_mask(ids.shape[1], memory=past, device=ids.device)
+        out = self.blocks(
+            x,
+            mask=mask,
+            cache=cache,
+            return_attention=return_attention,
+            return_hidden=return_hidden,
+        )
         x = self.ln_f(out.x)
-        logits = self.head(x)                                  # (B, T, V)
+        logits = self.head(x)  # (B, T, V)
         loss = None if targets is None else cross_entropy(logits, targets)
         return Output(logits, loss, out.attentions, {"hidden": x}, out.hidden)
 
-    generate = generate  # model.generate(ids, max_new_tokens, temperature, top_k, top_p, ...)
+    # model.generate(ids, max_new_tokens, temperature, top_k, top_p, ...)
+    generate = generate
 
     @torch.no_grad()
     def log_likelihood(self, ids, start, end=None):
-        """Σ log P(ids[t] | ids[<t]) over start <= t < end, per example: shape (B,). ``start`` and
-        ``end`` are ints or (B,) tensors (right-padded batches: ``end`` = each row's length). How
-        the model scores a continuation, e.g. each answer of a multiple-choice question (GPT-2, GPT-3)."""
-        logp = self(ids).logits[:, :-1].log_softmax(-1)                       # (B, T-1, V)
-        tok = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)                   # (B, T-1): log P(ids[t]), t >= 1
+        """Σ log P(ids[t] | ids[<t]) over start <= t < end, per example: shape (B,).
+        ``start`` and ``end`` are ints or (B,) tensors (right-padded batches: ``end`` =
+        each row's length). How the model scores a continuation, e.g. each answer of a
+        multiple-choice question (GPT-2, GPT-3).
+        """
+        # (B, T-1, V)
+        logp = self(ids).logits[:, :-1].log_softmax(-1)
+        # (B, T-1): log P(ids[t]), t >= 1
+        tok = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
         t = torch.arange(1, ids.shape[1], device=ids.device)[None]
         start = torch.as_tensor(start, device=ids.device).reshape(-1, 1)
-        end = torch.as_tensor(ids.shape[1] if end is None else end, device=ids.device).reshape(-1, 1)
+        end = torch.as_tensor(
+            ids.shape[1] if end is None else end, device=ids.device
+        ).reshape(-1, 1)
         return (tok * ((t >= start) & (t < end))).sum(-1)
 
 
 class GPTForTask(Model):
-    """A pre-trained :class:`GPT` plus one linear layer on the last block's state at [extract]
-    (GPT, section 3.3; inputs built by :func:`ptlm_lite.recipes.gpt.task_inputs`).
+    """A pre-trained :class:`GPT` plus one linear layer on the last block's state at
+    [extract] (GPT, section 3.3; inputs built by
+    :func:`ptlm_lite.recipes.gpt.task_inputs`).
 
-    ``mode``: "classify" (C = 1 sequence, ``n_out`` classes), "sum" (similarity: the states of
-    the C = 2 orderings are added) or "choice" (one score per sequence, softmax over the C choices).
-    ``lm_weight`` is λ of the auxiliary language-modelling loss (0.5 in the paper; 0 turns it off):
-    L3 = L_task + λ·L_LM.
+    ``mode``: "classify" (C = 1 sequence, ``n_out`` classes), "sum" (similarity: the
+    states of the C = 2 orderings are added) or "choice" (one score per sequence,
+    softmax over the C choices). ``lm_weight`` is λ of the auxiliary language-modelling
+    loss (0.5 in the paper; 0 turns it off): L3 = L_task + λ·L_LM.
     """
 
-    def __init__(self, gpt: GPT, n_out: int, mode: str = "classify", lm_weight: float = 0.5):
+    def __init__(
+        self, gpt: GPT, n_out: int, mode: str = "classify", lm_weight: float = 0.5
+    ):
         super().__init__(gpt.config)
         if mode not in ("classify", "sum", "choice"):
-            raise ValueError(f"mode must be 'classify', 'sum' or 'choice', got {mode!r}")
+            raise ValueError(
+                f"mode must be 'classify', 'sum' or 'choice', got {mode!r}"
+            )
         if not lm_weight >= 0:
             raise ValueError(f"lm_weight must be >= 0, got {lm_weight!r}")
         self.gpt, self.mode, self.lm_weight = gpt, mode, lm_weight
@@ -155,22 +249,31 @@ class GPTForTask(Model):
         nn.init.zeros_(self.head.bias)
 
     def forward(self, ids, last, labels=None) -> Output:
-        B, C, T = ids.shape                                   # C: choices / orderings per example
+        # C: choices / orderings per example
+        B, C, T = ids.shape
         if self.mode == "classify" and C != 1:
-            raise ValueError(f"mode 'classify' takes one sequence per example, got ids of shape {tuple(ids.shape)}")
+            raise ValueError(
+                f"mode 'classify' takes one sequence per example, got ids of shape "
+                f"{tuple(ids.shape)}"
+            )
         flat, flat_last = ids.view(B * C, T), last.view(B * C)
         pos = torch.arange(T, device=ids.device)[None]
-        lm_targets = flat.roll(-1, dims=1).masked_fill(pos >= flat_last[:, None], IGNORE)  # nothing after [extract]
+        # nothing after [extract]
+        lm_targets = flat.roll(-1, dims=1).masked_fill(
+            pos >= flat_last[:, None], IGNORE
+        )
         out = self.gpt(flat, targets=lm_targets)
-        h = out.extra["hidden"][torch.arange(B * C), flat_last]   # (B*C, D): the [extract] states
+        # (B*C, D): the [extract] states
+        h = out.extra["hidden"][torch.arange(B * C), flat_last]
         if self.mode == "sum":
-            logits = self.head(h.view(B, C, -1).sum(1))            # (B, n_out)
+            logits = self.head(h.view(B, C, -1).sum(1))  # (B, n_out)
         elif self.mode == "choice":
-            logits = self.head(h).view(B, C)                       # (B, C): softmax over the choices
+            # (B, C): softmax over the choices
+            logits = self.head(h).view(B, C)
         else:
-            logits = self.head(h)                                  # (B, n_out)
+            logits = self.head(h)  # (B, n_out)
         loss = task_loss = None
         if labels is not None:
             task_loss = cross_entropy(logits, labels, name="labels")
-            loss = task_loss + self.lm_weight * out.loss          # L3 = L2 + λ·L1
+            loss = task_loss + self.lm_weight * out.loss  # L3 = L2 + λ·L1
         return Output(logits, loss, None, {"task_loss": task_loss, "lm_loss": out.loss})

@@ -1,28 +1,37 @@
-"""Synthetic in-context learning: every sequence is a new task, so only the context can tell.
+"""Synthetic in-context learning: every sequence is a new task, so only the context can
+tell.
 
-A sequence is ``[BOS] x1 (x1→y1) x2 (x2→y2) ... xn (xn→yn)`` over ``K`` input symbols and ``M``
-labels. A demonstration ``(x→y)`` is written as one token (as if "apple=red" were one word), a
-query as the bare input ``x``, and after the query the model must write the demonstration token
-that answers it. The mapping ``x -> y`` is drawn afresh for each sequence from a *task family*, so
-no weight can store the answer: predicting the answer to ``x_i`` means reading the ``i - 1``
-demonstrations before it. Each input position is therefore a ``k``-shot query with ``k = i - 1``,
-and one sequence scores every shot count ``0 .. n-1`` at once (the loss counts answers only).
+A sequence is ``[BOS] x1 (x1→y1) x2 (x2→y2) ... xn (xn→yn)`` over ``K`` input symbols
+and ``M`` labels. A demonstration ``(x→y)`` is written as one token (as if "apple=red"
+were one word), a query as the bare input ``x``, and after the query the model must
+write the demonstration token that answers it. The mapping ``x -> y`` is drawn afresh
+for each sequence from a *task family*, so no weight can store the answer: predicting
+the answer to ``x_i`` means reading the ``i - 1`` demonstrations before it. Each input
+position is therefore a ``k``-shot query with ``k = i - 1``, and one sequence scores
+every shot count ``0 .. n-1`` at once (the loss counts answers only).
 
-Task families (``c`` is a per-sequence random offset, ``π`` a per-sequence random function):
+Task families (``c`` is a per-sequence random offset, ``π`` a per-sequence random
+function):
 
-* ``recall``: ``y = π(x)``: look the query up among the demonstrations (associative recall);
-* ``shift``: ``y = (x + c) mod M``: one demonstration fixes ``c``, then the rule answers any query;
-* ``reverse``: ``y = (c - x) mod M``: a rule of the same kind, in the opposite direction.
+* ``recall``: ``y = π(x)``: look the query up among the demonstrations (associative
+  recall);
+* ``shift``: ``y = (x + c) mod M``: one demonstration fixes ``c``, then the rule answers
+  any query;
+* ``reverse``: ``y = (c - x) mod M``: a rule of the same kind, in the opposite
+  direction.
 
-Inputs are drawn with replacement, so a query may or may not appear among the demonstrations;
-``seen`` says which: copying can only answer seen queries, a rule answers both.
+Inputs are drawn with replacement, so a query may or may not appear among the
+demonstrations; ``seen`` says which: copying can only answer seen queries, a rule
+answers both.
 
-Why one token per demonstration? With ``x`` and ``y`` as two tokens, looking up needs two
-attention layers that must learn to work together (a previous-token head and an induction head),
-and a tiny model sits on a loss plateau for longer than a CPU minute before that circuit forms.
+Why one token per demonstration? With ``x`` and ``y`` as two tokens, looking up needs
+two attention layers that must learn to work together (a previous-token head and an
+induction head), and a tiny model sits on a loss plateau for longer than a CPU minute
+before that circuit forms.
 
 Chapter: ``chapters/gpt3.ipynb`` (few-shot in-context learning).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,7 +47,10 @@ FAMILIES = ("recall", "shift", "reverse")
 
 @dataclass(frozen=True)
 class SymbolTasks:
-    """Token layout: 0 = [BOS]; 1..K = queries ``x0..x{K-1}``; then K·M answers ``(xi→yj)``."""
+    """Token layout: 0 = [BOS]; 1..K = queries ``x0..x{K-1}``; then K·M answers
+    ``(xi→yj)``.
+    """
+
     n_inputs: int = 8
     n_labels: int = 8
 
@@ -46,7 +58,10 @@ class SymbolTasks:
 
     def __post_init__(self):
         if self.n_inputs < 1 or self.n_labels < 2:
-            raise ValueError(f"need n_inputs >= 1 and n_labels >= 2, got {self.n_inputs}, {self.n_labels}")
+            raise ValueError(
+                f"need n_inputs >= 1 and n_labels >= 2, got {self.n_inputs}, "
+                f"{self.n_labels}"
+            )
 
     @property
     def vocab_size(self) -> int:
@@ -57,21 +72,32 @@ class SymbolTasks:
 
     def answer_token(self, x, y):
         """The token that writes the demonstration ``(x→y)``."""
-        return 1 + self.n_inputs + torch.as_tensor(x) * self.n_labels + torch.as_tensor(y)
+        return (
+            1 + self.n_inputs + torch.as_tensor(x) * self.n_labels + torch.as_tensor(y)
+        )
 
     def token_names(self, ids) -> list[str]:
         """Readable names: ``<s>``, ``x3``, ``x3→y5``."""
         K, M = self.n_inputs, self.n_labels
-        return ["<s>" if t == 0 else f"x{t - 1}" if t <= K else f"x{(t - 1 - K) // M}→y{(t - 1 - K) % M}"
-                for t in torch.as_tensor(ids).reshape(-1).tolist()]
+        return [
+            "<s>"
+            if t == 0
+            else f"x{t - 1}"
+            if t <= K
+            else f"x{(t - 1 - K) // M}→y{(t - 1 - K) % M}"
+            for t in torch.as_tensor(ids).reshape(-1).tolist()
+        ]
 
     def mappings(self, family: str, n: int, g: torch.Generator) -> torch.Tensor:
-        """``n`` fresh mappings of one family: (n, K) label indices, row b gives y for every x."""
+        """``n`` fresh mappings of one family: (n, K) label indices, row b gives y for
+        every x.
+        """
         K, M = self.n_inputs, self.n_labels
-        x = torch.arange(K)[None]                                   # (1, K)
+        x = torch.arange(K)[None]  # (1, K)
         if family == "recall":
             return torch.randint(M, (n, K), generator=g)
-        c = torch.randint(M, (n, 1), generator=g)                   # one offset per sequence
+        # one offset per sequence
+        c = torch.randint(M, (n, 1), generator=g)
         if family == "shift":
             return (x + c) % M
         if family == "reverse":
@@ -79,18 +105,28 @@ class SymbolTasks:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
 
     def prompt(self, demos, query: int) -> torch.Tensor:
-        """A k-shot prompt: ``[BOS] x1 (x1→y1) ... xk (xk→yk) xq`` from ``demos = [(x, y), ...]``."""
+        """A k-shot prompt: ``[BOS] x1 (x1→y1) ... xk (xk→yk) xq`` from ``demos = [(x,
+        y), ...]``.
+        """
         ids = [self.BOS]
         for x, y in demos:
             ids += [int(self.query_token(x)), int(self.answer_token(x, y))]
         return torch.tensor(ids + [int(self.query_token(query))])
 
-    def sequences(self, n: int, pairs: int, families, g: torch.Generator, mapping: torch.Tensor | None = None) -> dict:
-        """``n`` sequences of ``pairs`` demonstrations, each family equally likely (or one ``mapping`` (K,)).
+    def sequences(
+        self,
+        n: int,
+        pairs: int,
+        families,
+        g: torch.Generator,
+        mapping: torch.Tensor | None = None,
+    ) -> dict:
+        """``n`` sequences of ``pairs`` demonstrations, each family equally likely (or
+        one ``mapping`` (K,)).
 
-        Returns ``ids`` (n, 1 + 2·pairs); ``targets``: the answer token at each query position,
-        IGNORE elsewhere; ``x``/``y`` (n, pairs) as symbol indices; ``seen`` (n, pairs): whether
-        x_i occurred among x_1..x_{i-1}.
+        Returns ``ids`` (n, 1 + 2·pairs); ``targets``: the answer token at each query
+        position, IGNORE elsewhere; ``x``/``y`` (n, pairs) as symbol indices; ``seen``
+        (n, pairs): whether x_i occurred among x_1..x_{i-1}.
         """
         if isinstance(families, str):
             families = (families,)
@@ -99,20 +135,30 @@ class SymbolTasks:
         else:
             fam = torch.randint(len(families), (n,), generator=g)
             maps = torch.empty(n, self.n_inputs, dtype=torch.long)
-            for i, f in enumerate(families):                       # every family, then pick per row
+            # every family, then pick per row
+            for i, f in enumerate(families):
                 maps = torch.where((fam == i)[:, None], self.mappings(f, n, g), maps)
         x = torch.randint(self.n_inputs, (n, pairs), generator=g)
         y = maps.gather(1, x)
         ids = torch.full((n, 1 + 2 * pairs), self.BOS, dtype=torch.long)
-        ids[:, 1::2] = self.query_token(x)                          # queries at 1, 3, 5, ...
-        ids[:, 2::2] = self.answer_token(x, y)                      # answers at 2, 4, 6, ...
+        # queries at 1, 3, 5, ...
+        ids[:, 1::2] = self.query_token(x)
+        # answers at 2, 4, 6, ...
+        ids[:, 2::2] = self.answer_token(x, y)
         targets = torch.full_like(ids, IGNORE)
-        targets[:, 1::2] = ids[:, 2::2]                             # at x_i, predict (x_i→y_i): answers only
-        seen = (x[:, :, None] == x[:, None, :]).tril(-1).any(-1)    # (n, pairs): x_i among x_<i
+        # at x_i, predict (x_i→y_i): answers only
+        targets[:, 1::2] = ids[:, 2::2]
+        # (n, pairs): x_i among x_<i
+        seen = (x[:, :, None] == x[:, None, :]).tril(-1).any(-1)
         return {"ids": ids, "targets": targets, "x": x, "y": y, "seen": seen}
 
     def label_logits(self, logits: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """The logits of the M possible answers ``(x→y0) .. (x→y{M-1})`` to queries ``x``.
+        """The logits of the M possible answers ``(x→y0) .. (x→y{M-1})`` to queries
+        ``x``.
 
-        ``logits`` (..., V) at the query positions, ``x`` (...) the queries; returns (..., M)."""
-        return logits.gather(-1, self.answer_token(x[..., None], torch.arange(self.n_labels)))
+        ``logits`` (..., V) at the query positions, ``x`` (...) the queries; returns
+        (..., M).
+        """
+        return logits.gather(
+            -1, self.answer_token(x[..., None], torch.arange(self.n_labels))
+        )

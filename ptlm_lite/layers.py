@@ -1,12 +1,15 @@
-"""The shared building blocks: embeddings, positions, the feed-forward and the Transformer block.
+"""The shared building blocks: embeddings, positions, the feed-forward and the
+Transformer block.
 
-A block is attention and a feed-forward, each wrapped in "Add & Norm". Where the LayerNorm goes is
-the one switch between the 2017 Transformer / GPT / BERT (post-LN) and GPT-2 onwards (pre-LN):
+A block is attention and a feed-forward, each wrapped in "Add & Norm". Where the
+LayerNorm goes is the one switch between the 2017 Transformer / GPT / BERT (post-LN) and
+GPT-2 onwards (pre-LN):
 
     post-LN:  x = LN(x + Sublayer(x))        pre-LN:  x = x + Sublayer(LN(x))
 
 Introduced in ``chapters/transformer.ipynb``.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,26 +18,38 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import Dropout, MultiHeadAttention  # Dropout: nn.Dropout, cheaper random numbers
+# Dropout: nn.Dropout, cheaper random numbers
+from .attention import Dropout, MultiHeadAttention
 from .config import Config
 
-__all__ = ["sinusoidal_positions", "check_ids", "Embeddings", "FeedForward", "Block", "ACTIVATIONS"]
+__all__ = [
+    "sinusoidal_positions",
+    "check_ids",
+    "Embeddings",
+    "FeedForward",
+    "Block",
+    "ACTIVATIONS",
+]
 
 ACTIVATIONS = {
     "relu": F.relu,
-    "gelu": F.gelu,                                            # BERT: the exact erf form
-    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),      # GPT, GPT-2: the tanh approximation
+    # BERT: the exact erf form
+    "gelu": F.gelu,
+    # GPT, GPT-2: the tanh approximation
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
 }
 
 
 def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).
 
-    Each pair of dimensions is a clock of its own frequency, from 2π to 10000·2π positions per turn;
-    PE(pos + k) is a fixed linear function (a rotation) of PE(pos). Returns ``(max_len, d_model)``.
+    Each pair of dimensions is a clock of its own frequency, from 2π to 10000·2π
+    positions per turn; PE(pos + k) is a fixed linear function (a rotation) of PE(pos).
+    Returns ``(max_len, d_model)``.
     """
-    pos = torch.arange(max_len, dtype=torch.float32)[:, None]              # (T, 1)
-    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2) / d_model)  # (D/2,)
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
+    # (D/2,)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2) / d_model)
     pe = torch.zeros(max_len, d_model)
     pe[:, 0::2] = torch.sin(pos * freq)
     pe[:, 1::2] = torch.cos(pos * freq[: d_model // 2])
@@ -42,22 +57,37 @@ def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:
 
 
 def check_ids(ids, vocab_size: int, name: str = "ids") -> None:
-    """A clear error unless ``ids`` is a (B, T) integer tensor of token ids in [0, vocab_size)."""
-    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32) or ids.dim() != 2:
-        raise TypeError(f"{name} must be a (B, T) integer tensor of token ids, got "
-                        + (f"{ids.dtype} of shape {tuple(ids.shape)}" if isinstance(ids, torch.Tensor)
-                           else type(ids).__name__))
+    """A clear error unless ``ids`` is a (B, T) integer tensor of token ids in [0,
+    vocab_size).
+    """
+    if (
+        not isinstance(ids, torch.Tensor)
+        or ids.dtype not in (torch.int64, torch.int32)
+        or ids.dim() != 2
+    ):
+        raise TypeError(
+            f"{name} must be a (B, T) integer tensor of token ids, got "
+            + (
+                f"{ids.dtype} of shape {tuple(ids.shape)}"
+                if isinstance(ids, torch.Tensor)
+                else type(ids).__name__
+            )
+        )
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"{name} must be in [0, vocab_size={vocab_size}), got values in "
-                         f"[{int(ids.min())}, {int(ids.max())}]: was the text encoded with another tokenizer?")
+        raise ValueError(
+            f"{name} must be in [0, vocab_size={vocab_size}), got values in "
+            f"[{int(ids.min())}, {int(ids.max())}]: was the text encoded "
+            f"with another tokenizer?"
+        )
 
 
 class Embeddings(nn.Module):
     """Token + position (+ segment) embeddings, then dropout.
 
-    ``scale=True`` multiplies token embeddings by √d_model, as the 2017 Transformer does so that they
-    are not drowned by the fixed-size sinusoids. ``config.d_embed`` (ALBERT, ELECTRA) makes the
-    tables narrower than the model, ``d_embed < d_model``, and adds one projection up to d_model.
+    ``scale=True`` multiplies token embeddings by √d_model, as the 2017 Transformer does
+    so that they are not drowned by the fixed-size sinusoids. ``config.d_embed``
+    (ALBERT, ELECTRA) makes the tables narrower than the model, ``d_embed < d_model``,
+    and adds one projection up to d_model.
     """
 
     def __init__(self, config: Config, scale: bool = False):
@@ -68,30 +98,45 @@ class Embeddings(nn.Module):
         if config.pos == "learned":
             self.pos = nn.Embedding(config.max_len, E)
         else:
-            self.register_buffer("pe", sinusoidal_positions(config.max_len, E), persistent=False)
+            self.register_buffer(
+                "pe", sinusoidal_positions(config.max_len, E), persistent=False
+            )
         self.seg = nn.Embedding(config.n_segment, E) if config.n_segment else None
-        self.proj = nn.Linear(E, config.d_model) if E != config.d_model else None  # factorised: V×E + E×D
+        # factorised: V×E + E×D
+        self.proj = nn.Linear(E, config.d_model) if E != config.d_model else None
         self.drop = Dropout(config.dropout)
 
-    def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None, offset: int = 0):
+    def forward(
+        self, ids: torch.Tensor, segments: torch.Tensor | None = None, offset: int = 0
+    ):
         check_ids(ids, self.config.vocab_size)
         B, T = ids.shape
         if offset + T > self.config.max_len:
             raise ValueError(
-                f"sequence of length {offset + T} is longer than max_len={self.config.max_len}: "
+                f"sequence of length {offset + T} is longer than "
+                f"max_len={self.config.max_len}: "
                 f"truncate the input or build the model with a larger max_len"
             )
         positions = torch.arange(offset, offset + T, device=ids.device)
         x = self.tok(ids) * self.scale
-        x = x + (self.pos(positions) if self.config.pos == "learned" else self.pe[positions])
+        x = x + (
+            self.pos(positions) if self.config.pos == "learned" else self.pe[positions]
+        )
         if self.seg is not None:
             if segments is None:
                 segments = torch.zeros_like(ids)
             elif segments.shape != ids.shape:
-                raise ValueError(f"segments must have the shape of ids {tuple(ids.shape)}, got {tuple(segments.shape)}")
-            elif int(segments.min()) < 0 or int(segments.max()) >= self.config.n_segment:
-                raise ValueError(f"segments must be in [0, {self.config.n_segment}), got values "
-                                 f"{sorted(set(segments.unique().tolist()))}")
+                raise ValueError(
+                    f"segments must have the shape of ids {tuple(ids.shape)}, got "
+                    f"{tuple(segments.shape)}"
+                )
+            elif (
+                int(segments.min()) < 0 or int(segments.max()) >= self.config.n_segment
+            ):
+                raise ValueError(
+                    f"segments must be in [0, {self.config.n_segment}), got values "
+                    f"{sorted(set(segments.unique().tolist()))}"
+                )
             x = x + self.seg(segments)
         if self.proj is not None:
             x = self.proj(x)
@@ -99,7 +144,9 @@ class Embeddings(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """FFN(x) = act(x W1 + b1) W2 + b2, applied to every position independently (d -> d_ff -> d)."""
+    """FFN(x) = act(x W1 + b1) W2 + b2, applied to every position independently (d ->
+    d_ff -> d).
+    """
 
     def __init__(self, config: Config):
         super().__init__()
@@ -112,24 +159,33 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    """Self-attention (+ cross-attention in a decoder) + feed-forward, each with Add & Norm.
+    """Self-attention (+ cross-attention in a decoder) + feed-forward, each with Add &
+    Norm.
 
-    ``forward(x, mask=None, bias=None, memory=None, context=None, context_mask=None, cache=None,
-    return_attention=False)`` returns ``(x, (self_weights, cross_weights))``; the weights are None
-    unless asked for.
+    ``forward(x, mask=None, bias=None, memory=None, context=None, context_mask=None,
+    cache=None, return_attention=False)`` returns ``(x, (self_weights,
+    cross_weights))``; the weights are None unless asked for.
 
-    * ``memory`` (B, M, D): states that self-attention reads as extra keys and values in front of
-      ``x`` (Transformer-XL's previous segment; XLNet's content stream for its query stream). The
-      mask then has M + T columns: ``masks.causal_mask(T, memory=M)``.
-    * ``context`` (B, S, D) and ``context_mask``: what cross-attention reads (the encoder output).
-    * ``cache``: keys/values kept between generation steps (see :class:`MultiHeadAttention`).
+    * ``memory`` (B, M, D): states that self-attention reads as extra keys and values in
+      front of ``x`` (Transformer-XL's previous segment; XLNet's content stream for its
+      query stream). The mask then has M + T columns: ``masks.causal_mask(T,
+      memory=M)``.
+    * ``context`` (B, S, D) and ``context_mask``: what cross-attention reads (the
+      encoder output).
+    * ``cache``: keys/values kept between generation steps (see
+      :class:`MultiHeadAttention`).
 
-    The attention and norm classes are arguments: T5 passes ``nn.RMSNorm``, Transformer-XL a
-    subclass of :class:`MultiHeadAttention` with relative positions.
+    The attention and norm classes are arguments: T5 passes ``nn.RMSNorm``,
+    Transformer-XL a subclass of :class:`MultiHeadAttention` with relative positions.
     """
 
-    def __init__(self, config: Config, cross: bool = False, attention: type = MultiHeadAttention,
-                 norm: type = nn.LayerNorm):
+    def __init__(
+        self,
+        config: Config,
+        cross: bool = False,
+        attention: type = MultiHeadAttention,
+        norm: type = nn.LayerNorm,
+    ):
         super().__init__()
         D, eps = config.d_model, config.ln_eps
         self.pre_norm = config.pre_norm
@@ -142,26 +198,58 @@ class Block(nn.Module):
         self.drop = Dropout(config.dropout)
 
     def sublayer(self, x, norm, f):
-        """Add & Norm around one sublayer ``f``: the only place pre-LN and post-LN differ."""
+        """Add & Norm around one sublayer ``f``: the only place pre-LN and post-LN
+        differ.
+        """
         if self.pre_norm:
             y, w = f(norm(x))
             return x + self.drop(y), w
         y, w = f(x)
         return norm(x + self.drop(y)), w
 
-    def forward(self, x, mask=None, bias=None, memory=None, context=None, context_mask=None, cache=None,
-                return_attention=False):
+    def forward(
+        self,
+        x,
+        mask=None,
+        bias=None,
+        memory=None,
+        context=None,
+        context_mask=None,
+        cache=None,
+        return_attention=False,
+    ):
         kv = None
         if memory is not None:  # keys and values: the memory, then x itself
-            kv = torch.cat([memory, x], dim=1)                 # (B, M + T, D)
-            kv = self.ln1(kv) if self.pre_norm else kv          # normalised like the queries
-        x, w_self = self.sublayer(x, self.ln1, lambda h: self.attn(
-            h, context=kv, mask=mask, bias=bias, return_weights=return_attention, cache=cache))
+            kv = torch.cat([memory, x], dim=1)  # (B, M + T, D)
+            # normalised like the queries
+            kv = self.ln1(kv) if self.pre_norm else kv
+        x, w_self = self.sublayer(
+            x,
+            self.ln1,
+            lambda h: self.attn(
+                h,
+                context=kv,
+                mask=mask,
+                bias=bias,
+                return_weights=return_attention,
+                cache=cache,
+            ),
+        )
         w_cross = None
         if self.cross is not None:
             if context is None:
-                raise ValueError("this block has cross-attention: pass context (the encoder output)")
-            x, w_cross = self.sublayer(x, self.ln_cross, lambda h: self.cross(
-                h, context=context, mask=context_mask, return_weights=return_attention))
+                raise ValueError(
+                    "this block has cross-attention: pass context (the encoder output)"
+                )
+            x, w_cross = self.sublayer(
+                x,
+                self.ln_cross,
+                lambda h: self.cross(
+                    h,
+                    context=context,
+                    mask=context_mask,
+                    return_weights=return_attention,
+                ),
+            )
         x, _ = self.sublayer(x, self.ln2, lambda h: (self.ff(h), None))
         return x, (w_self, w_cross)

@@ -1,14 +1,17 @@
 """Attention masks as pure functions. The mask is the model.
 
-One polarity everywhere: a mask is a **boolean** tensor and ``True`` means *may attend*. Rows are
-queries, columns are keys. Shapes are ``(Tq, Tk)`` for masks that are the same for every example,
-and ``(B, Tq, Tk)`` or ``(B, 1, Tk)`` for masks that depend on the batch (padding). Masks combine
-with ``&`` (both must allow) and broadcast like any tensor.
+One polarity everywhere: a mask is a **boolean** tensor and ``True`` means *may attend*.
+Rows are queries, columns are keys. Shapes are ``(Tq, Tk)`` for masks that are the same
+for every example, and ``(B, Tq, Tk)`` or ``(B, 1, Tk)`` for masks that depend on the
+batch (padding). Masks combine with ``&`` (both must allow) and broadcast like any
+tensor.
 
-Each docstring draws its matrix (``■`` may attend, ``·`` may not); ``tests/test_masks.py`` checks
-that the drawings are what the functions return. Introduced in ``chapters/transformer.ipynb``;
-prefix and permutation masks come back in the UniLM and XLNet chapters.
+Each docstring draws its matrix (``■`` may attend, ``·`` may not);
+``tests/test_masks.py`` checks that the drawings are what the functions return.
+Introduced in ``chapters/transformer.ipynb``; prefix and permutation masks come back in
+the UniLM and XLNet chapters.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -16,8 +19,14 @@ from typing import Sequence
 import torch
 
 __all__ = [
-    "causal_mask", "full_mask", "padding_mask", "cross_mask", "prefix_mask",
-    "permutation_masks", "combine", "draw",
+    "causal_mask",
+    "full_mask",
+    "padding_mask",
+    "cross_mask",
+    "prefix_mask",
+    "permutation_masks",
+    "combine",
+    "draw",
 ]
 
 
@@ -30,8 +39,8 @@ def _check_len(name: str, n) -> int:
 def causal_mask(T: int, memory: int = 0, device=None) -> torch.Tensor:
     """Left-to-right (GPT, the Transformer decoder): query ``i`` may see keys ``0..i``.
 
-    With ``memory`` extra keys in front (Transformer-XL's cached segment), every query also sees
-    all of them: the diagonal just shifts right by ``memory``.
+    With ``memory`` extra keys in front (Transformer-XL's cached segment), every query
+    also sees all of them: the diagonal just shifts right by ``memory``.
 
     ``causal_mask(5)``::
 
@@ -68,9 +77,9 @@ def full_mask(Tq: int, Tk: int | None = None, device=None) -> torch.Tensor:
 def padding_mask(valid: torch.Tensor) -> torch.Tensor:
     """Keys that are padding may not be attended to.
 
-    ``valid`` is a ``(B, T)`` bool tensor, True for real tokens (the same polarity as the
-    ``attention_mask`` of Hugging Face tokenizers, as bools). Returns ``(B, 1, T)``, which
-    broadcasts over the queries. For one sequence of three tokens and two pads,
+    ``valid`` is a ``(B, T)`` bool tensor, True for real tokens (the same polarity as
+    the ``attention_mask`` of Hugging Face tokenizers, as bools). Returns ``(B, 1, T)``,
+    which broadcasts over the queries. For one sequence of three tokens and two pads,
     ``padding_mask(torch.tensor([[1, 1, 1, 0, 0]]).bool())[0].expand(5, 5)``::
 
         ■ ■ ■ · ·
@@ -79,14 +88,21 @@ def padding_mask(valid: torch.Tensor) -> torch.Tensor:
         ■ ■ ■ · ·
         ■ ■ ■ · ·
 
-    The pad *queries* (last two rows) still see the real keys: their outputs are computed and
-    ignored by the loss, which is cheaper than special-casing them.
+    The pad *queries* (last two rows) still see the real keys: their outputs are
+    computed and ignored by the loss, which is cheaper than special-casing them.
     """
-    if not isinstance(valid, torch.Tensor) or valid.dtype != torch.bool or valid.dim() != 2:
+    if (
+        not isinstance(valid, torch.Tensor)
+        or valid.dtype != torch.bool
+        or valid.dim() != 2
+    ):
         raise TypeError(
             "valid must be a (B, T) bool tensor, True for real tokens; got "
-            + (f"{valid.dtype} tensor of shape {tuple(valid.shape)}" if isinstance(valid, torch.Tensor)
-               else type(valid).__name__)
+            + (
+                f"{valid.dtype} tensor of shape {tuple(valid.shape)}"
+                if isinstance(valid, torch.Tensor)
+                else type(valid).__name__
+            )
         )
     return valid[:, None, :]
 
@@ -94,8 +110,8 @@ def padding_mask(valid: torch.Tensor) -> torch.Tensor:
 def cross_mask(src_valid: torch.Tensor, tgt_len: int) -> torch.Tensor:
     """Encoder-decoder attention: every target query sees every real source key.
 
-    ``src_valid`` is ``(B, S)`` bool (True = real source token). Returns ``(B, tgt_len, S)``. For a
-    source of four tokens (one pad) and three target positions::
+    ``src_valid`` is ``(B, S)`` bool (True = real source token). Returns ``(B, tgt_len,
+    S)``. For a source of four tokens (one pad) and three target positions::
 
         ■ ■ ■ ·
         ■ ■ ■ ·
@@ -108,8 +124,8 @@ def cross_mask(src_valid: torch.Tensor, tgt_len: int) -> torch.Tensor:
 
 
 def prefix_mask(T: int, prefix: int, device=None) -> torch.Tensor:
-    """Prefix LM (UniLM's seq2seq mask, T5's prefix-LM): the first ``prefix`` tokens see each
-    other in both directions; the rest see the prefix and their own past.
+    """Prefix LM (UniLM's seq2seq mask, T5's prefix-LM): the first ``prefix`` tokens see
+    each other in both directions; the rest see the prefix and their own past.
 
     ``prefix_mask(5, 2)``::
 
@@ -127,33 +143,48 @@ def prefix_mask(T: int, prefix: int, device=None) -> torch.Tensor:
     return m
 
 
-def permutation_masks(order: Sequence[int] | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def permutation_masks(
+    order: Sequence[int] | torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """XLNet's two masks for one factorisation order (a permutation of ``range(T)``).
 
-    Position ``i`` is predicted after the positions that come before it *in the order*, whatever
-    their place in the sentence. Let ``rank[i]`` be where position ``i`` sits in the order.
+    Position ``i`` is predicted after the positions that come before it *in the order*,
+    whatever their place in the sentence. Let ``rank[i]`` be where position ``i`` sits
+    in the order.
 
     * content stream: ``i`` may see ``j`` if ``rank[j] <= rank[i]`` (itself included);
-    * query stream: ``i`` may see ``j`` if ``rank[j] < rank[i]`` (not itself: it must predict it).
+    * query stream: ``i`` may see ``j`` if ``rank[j] < rank[i]`` (not itself: it must
+      predict it).
 
-    For order ``[2, 0, 3, 1]`` (predict position 2 first, then 0, 3, 1), the query stream is::
+    For order ``[2, 0, 3, 1]`` (predict position 2 first, then 0, 3, 1), the query
+    stream is::
 
         · · ■ ·
         ■ · ■ ■
         · · · ·
         ■ · ■ ·
 
-    Row 1 is predicted last and sees the three others; row 2 is predicted first and sees nothing
-    (its output comes from its position alone). The content stream is the same plus the diagonal.
-    Returns ``(content, query)``, each ``(T, T)``.
+    Row 1 is predicted last and sees the three others; row 2 is predicted first and sees
+    nothing (its output comes from its position alone). The content stream is the same
+    plus the diagonal. Returns ``(content, query)``, each ``(T, T)``.
     """
     order = torch.as_tensor(order)
-    if order.dim() != 1 or order.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8):
-        raise TypeError(f"order must be a 1-D sequence of integers, got {order.dtype} of shape {tuple(order.shape)}")
+    if order.dim() != 1 or order.dtype not in (
+        torch.int64,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+    ):
+        raise TypeError(
+            f"order must be a 1-D sequence of integers, got {order.dtype} of shape "
+            f"{tuple(order.shape)}"
+        )
     T = order.numel()
     _check_len("len(order)", T)
     if not torch.equal(order.sort().values, torch.arange(T, dtype=order.dtype)):
-        raise ValueError(f"order must be a permutation of range({T}), got {order.tolist()}")
+        raise ValueError(
+            f"order must be a permutation of range({T}), got {order.tolist()}"
+        )
     rank = torch.empty(T, dtype=torch.long)
     rank[order.long()] = torch.arange(T)
     content = rank[None, :] <= rank[:, None]
@@ -162,13 +193,15 @@ def permutation_masks(order: Sequence[int] | torch.Tensor) -> tuple[torch.Tensor
 
 
 def combine(*masks: torch.Tensor) -> torch.Tensor:
-    """A key is visible only if every mask allows it (logical AND, with broadcasting)."""
+    """A key is visible only if every mask allows it (logical AND, broadcasting)."""
     if not masks:
         raise ValueError("combine needs at least one mask")
     out = masks[0]
     for m in masks:
         if m.dtype != torch.bool:
-            raise TypeError(f"masks must be bool tensors (True = may attend), got {m.dtype}")
+            raise TypeError(
+                f"masks must be bool tensors (True = may attend), got {m.dtype}"
+            )
     for m in masks[1:]:
         out = out & m
     return out
@@ -177,5 +210,7 @@ def combine(*masks: torch.Tensor) -> torch.Tensor:
 def draw(mask: torch.Tensor, on: str = "■", off: str = "·") -> str:
     """The text picture of a ``(Tq, Tk)`` mask used in the docstrings above."""
     if mask.dim() != 2:
-        raise ValueError(f"draw needs a 2-D (Tq, Tk) mask, got shape {tuple(mask.shape)}")
+        raise ValueError(
+            f"draw needs a 2-D (Tq, Tk) mask, got shape {tuple(mask.shape)}"
+        )
     return "\n".join(" ".join(on if v else off for v in row) for row in mask.tolist())

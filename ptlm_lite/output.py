@@ -1,13 +1,17 @@
 """What every model returns, and the one ignore index of the book.
 
-* :class:`Output`: ``logits, loss = model(...)`` (nanoGPT's contract), plus attentions and extras.
-* :data:`IGNORE` = -100: a target equal to it does not count towards any loss (prompts, padding,
-  unmasked positions). The same value as PyTorch's and Hugging Face's default ``ignore_index``.
-* :func:`cross_entropy`: the loss every model uses, with targets checked so that an id outside the
-  vocabulary is a clear error (not a bare ``IndexError`` from deep inside torch).
+* :class:`Output`: ``logits, loss = model(...)`` (nanoGPT's contract), plus attentions
+  and extras.
+* :data:`IGNORE` = -100: a target equal to it does not count towards any loss (prompts,
+  padding, unmasked positions). The same value as PyTorch's and Hugging Face's default
+  ``ignore_index``.
+* :func:`cross_entropy`: the loss every model uses, with targets checked so that an id
+  outside the vocabulary is a clear error (not a bare ``IndexError`` from deep inside
+  torch).
 
 Introduced in ``chapters/transformer.ipynb``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -22,12 +26,15 @@ IGNORE = -100  # targets equal to this do not count towards the loss
 
 @dataclass
 class Output:
-    """What a model returns. Unpacks like nanoGPT's contract: ``logits, loss = model(...)``.
+    """What a model returns. Unpacks like nanoGPT's contract: ``logits, loss =
+    model(...)``.
 
-    ``attentions``: per layer ``(B, H, Tq, Tk)`` (a dict of such lists for an encoder-decoder) when
-    asked with ``return_attention=True``; ``hidden``: every layer's hidden states when asked with
-    ``return_hidden=True``; ``extra``: whatever else a head returns (pooled vectors, partial losses).
+    ``attentions``: per layer ``(B, H, Tq, Tk)`` (a dict of such lists for an
+    encoder-decoder) when asked with ``return_attention=True``; ``hidden``: every
+    layer's hidden states when asked with ``return_hidden=True``; ``extra``: whatever
+    else a head returns (pooled vectors, partial losses).
     """
+
     logits: torch.Tensor
     loss: torch.Tensor | None = None
     attentions: dict | list | None = None
@@ -39,21 +46,45 @@ class Output:
 
 
 def check_targets(targets: torch.Tensor, n_classes: int, name: str = "targets") -> None:
-    """Raise a ValueError naming ``name`` unless every target is in ``[0, n_classes)`` or IGNORE."""
-    if not isinstance(targets, torch.Tensor) or targets.dtype not in (torch.int64, torch.int32):
-        raise TypeError(f"{name} must be an integer tensor (class ids, {IGNORE} = ignore), got "
-                        + (str(targets.dtype) if isinstance(targets, torch.Tensor) else type(targets).__name__))
+    """Raise a ValueError naming ``name`` unless every target is in ``[0, n_classes)``
+    or IGNORE.
+    """
+    if not isinstance(targets, torch.Tensor) or targets.dtype not in (
+        torch.int64,
+        torch.int32,
+    ):
+        raise TypeError(
+            f"{name} must be an integer tensor (class ids, {IGNORE} = ignore), got "
+            + (
+                str(targets.dtype)
+                if isinstance(targets, torch.Tensor)
+                else type(targets).__name__
+            )
+        )
     real = targets[targets != IGNORE]
     if real.numel() and (int(real.min()) < 0 or int(real.max()) >= n_classes):
-        raise ValueError(f"{name} must be in [0, {n_classes}) or {IGNORE} (ignored), got values in "
-                         f"[{int(real.min())}, {int(real.max())}]")
+        raise ValueError(
+            f"{name} must be in [0, {n_classes}) or {IGNORE} (ignored), got values in "
+            f"[{int(real.min())}, {int(real.max())}]"
+        )
 
 
-def cross_entropy(logits: torch.Tensor, targets: torch.Tensor, name: str = "targets", **kw) -> torch.Tensor:
-    """``F.cross_entropy`` over the last dimension of ``logits`` ((..., V) against (...)), ignoring
-    :data:`IGNORE`, with ``targets`` checked first."""
+def cross_entropy(
+    logits: torch.Tensor, targets: torch.Tensor, name: str = "targets", **kw
+) -> torch.Tensor:
+    """``F.cross_entropy`` over the last dimension of ``logits`` ((..., V) against
+    (...)), ignoring :data:`IGNORE`, with ``targets`` checked first.
+    """
     if targets.shape != logits.shape[:-1]:
-        raise ValueError(f"{name} must have shape {tuple(logits.shape[:-1])} (the logits without the class "
-                         f"dimension), got {tuple(targets.shape)}")
+        raise ValueError(
+            f"{name} must have shape {tuple(logits.shape[:-1])} (the logits without "
+            f"the class "
+            f"dimension), got {tuple(targets.shape)}"
+        )
     check_targets(targets, logits.shape[-1], name)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=IGNORE, **kw)
+    return F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]),
+        targets.reshape(-1),
+        ignore_index=IGNORE,
+        **kw,
+    )

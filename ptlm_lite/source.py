@@ -1,7 +1,9 @@
-"""Show the package's real source in a notebook: the book never keeps a second copy of a model.
+"""Show the package's real source in a notebook: the book never keeps a second copy of a
+model.
 
 Introduced in ``chapters/transformer.ipynb``; every chapter uses it.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -11,19 +13,25 @@ __all__ = ["show_source", "source_of"]
 
 
 def source_of(obj, lines: tuple[int, int] | None = None) -> str:
-    """The source text of a module, class, function or method (optionally a 1-based line range)."""
+    """The source text of a module, class, function or method (optionally a 1-based line
+    range).
+    """
     try:
         src = inspect.getsource(obj)
     except (TypeError, OSError) as e:
-        raise TypeError(f"show_source needs a module, class, function or method defined in Python, "
-                        f"got {obj!r}") from e
+        raise TypeError(
+            f"show_source needs a module, class, function or method defined in Python, "
+            f"got {obj!r}"
+        ) from e
     src = textwrap.dedent(src)
     if lines is not None:
         a, b = lines
         all_lines = src.splitlines()
         if not 1 <= a <= b <= len(all_lines):
-            raise ValueError(f"lines must satisfy 1 <= start <= end <= {len(all_lines)}, got {lines}")
-        src = "\n".join(all_lines[a - 1:b])
+            raise ValueError(
+                f"lines must satisfy 1 <= start <= end <= {len(all_lines)}, got {lines}"
+            )
+        src = "\n".join(all_lines[a - 1 : b])
     return src.rstrip() + "\n"
 
 

@@ -2,20 +2,24 @@
 
     x ──► Block 0 ──► Block 1 ──► ... ──► Block N-1 ──► [final norm] ──► out
 
-:class:`Stack` is a list of :class:`~ptlm_lite.layers.Block` with the only loop over blocks in the
-package. Everything that differs between models arrives as an argument, never as a new loop:
+:class:`Stack` is a list of :class:`~ptlm_lite.layers.Block` with the only loop over
+blocks in the package. Everything that differs between models arrives as an argument,
+never as a new loop:
 
-* ``mask`` (bool, True = may attend): causal for GPT, padding for BERT, prefix for a prefix-LM,
-  a block pattern for UniLM, permutation masks for XLNet;
-* ``bias`` (float, added to the attention logits): relative positions shared by every layer (T5);
+* ``mask`` (bool, True = may attend): causal for GPT, padding for BERT, prefix for a
+  prefix-LM, a block pattern for UniLM, permutation masks for XLNet;
+* ``bias`` (float, added to the attention logits): relative positions shared by every
+  layer (T5);
 * ``context`` / ``context_mask``: the encoder output for a decoder's cross-attention;
-* ``memory``: a :class:`Memory` of earlier segments (Transformer-XL), read as extra keys/values;
+* ``memory``: a :class:`Memory` of earlier segments (Transformer-XL), read as extra
+  keys/values;
 * ``cache``: keys/values kept between generation steps (one dict per layer).
 
 ``config.share_layers`` (ALBERT) keeps one block and runs it ``n_layer`` times.
 
 Introduced in ``chapters/transformer.ipynb``; used by every model.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,8 +36,11 @@ __all__ = ["Stack", "StackOutput", "Memory", "Model"]
 
 @dataclass
 class StackOutput:
-    """``x``: the output (B, T, D); ``hidden``: the input of every layer and the output, n_layer + 1
-    tensors (when asked); ``attentions`` / ``cross``: per layer (B, H, Tq, Tk) (when asked)."""
+    """``x``: the output (B, T, D); ``hidden``: the input of every layer and the output,
+    n_layer + 1 tensors (when asked); ``attentions`` / ``cross``: per layer (B, H, Tq,
+    Tk) (when asked).
+    """
+
     x: torch.Tensor
     hidden: list | None = None
     attentions: list | None = None
@@ -41,12 +48,13 @@ class StackOutput:
 
 
 class Memory:
-    """Transformer-XL's segment-level recurrence: the input states of every layer over the last
-    ``mem_len`` positions of earlier segments.
+    """Transformer-XL's segment-level recurrence: the input states of every layer over
+    the last ``mem_len`` positions of earlier segments.
 
-    Not a KV cache: it keeps hidden states (keys and values are recomputed from them with the current
-    weights), it is **detached** (no gradient flows into an earlier segment) and it is **bounded**
-    (at most ``mem_len`` positions). ``memory[i]`` is layer i's (B, M, D) or None when empty.
+    Not a KV cache: it keeps hidden states (keys and values are recomputed from them
+    with the current weights), it is **detached** (no gradient flows into an earlier
+    segment) and it is **bounded** (at most ``mem_len`` positions). ``memory[i]`` is
+    layer i's (B, M, D) or None when empty.
     """
 
     def __init__(self, mem_len: int):
@@ -61,60 +69,102 @@ class Memory:
         return None if self.states is None else self.states[layer]
 
     def update(self, hidden: list) -> None:
-        """Append this segment's layer inputs (``StackOutput.hidden[:-1]``), keep the last mem_len."""
+        """Append this segment's layer inputs (``StackOutput.hidden[:-1]``), keep the
+        last mem_len.
+        """
         if self.mem_len == 0:
             return
         new = [h.detach() for h in hidden]
         if self.states is not None:
             new = [torch.cat([m, h], dim=1) for m, h in zip(self.states, new)]
-        self.states = [h[:, -self.mem_len:] for h in new]
+        self.states = [h[:, -self.mem_len :] for h in new]
 
 
 class Stack(nn.ModuleList):
-    """``n_layer`` blocks (``Block(config, cross, attention, norm)``) and the loop that runs them."""
+    """``n_layer`` blocks (``Block(config, cross, attention, norm)``) and the loop that
+    runs them.
+    """
 
-    def __init__(self, config: Config, cross: bool = False, attention: type = MultiHeadAttention,
-                 norm: type = nn.LayerNorm, block: type = Block):
+    def __init__(
+        self,
+        config: Config,
+        cross: bool = False,
+        attention: type = MultiHeadAttention,
+        norm: type = nn.LayerNorm,
+        block: type = Block,
+    ):
         n_blocks = 1 if config.share_layers else config.n_layer
-        super().__init__(block(config, cross=cross, attention=attention, norm=norm) for _ in range(n_blocks))
+        super().__init__(
+            block(config, cross=cross, attention=attention, norm=norm)
+            for _ in range(n_blocks)
+        )
         self.n_layer = config.n_layer
 
-    def forward(self, x, mask=None, bias=None, context=None, context_mask=None, memory: Memory | None = None,
-                cache: list | None = None, return_attention: bool = False, return_hidden: bool = False):
-        """x: (B, T, D) -> :class:`StackOutput`. ``memory`` needs ``return_hidden`` to be updated."""
+    def forward(
+        self,
+        x,
+        mask=None,
+        bias=None,
+        context=None,
+        context_mask=None,
+        memory: Memory | None = None,
+        cache: list | None = None,
+        return_attention: bool = False,
+        return_hidden: bool = False,
+    ):
+        """x: (B, T, D) -> :class:`StackOutput`. ``memory`` needs ``return_hidden`` to
+        be updated.
+        """
         if cache is not None and len(cache) != self.n_layer:
-            raise ValueError(f"cache must hold one dict per layer ({self.n_layer}), got {len(cache)}")
+            raise ValueError(
+                f"cache must hold one dict per layer ({self.n_layer}), got {len(cache)}"
+            )
         hidden, attentions, cross = [], [], []
         for i in range(self.n_layer):
             block = self[i % len(self)]  # ALBERT: the same block every time
             if return_hidden or memory is not None:
                 hidden.append(x)
-            x, (w_self, w_cross) = block(x, mask=mask, bias=bias, memory=None if memory is None else memory[i],
-                                         context=context, context_mask=context_mask,
-                                         cache=None if cache is None else cache[i],
-                                         return_attention=return_attention)
+            x, (w_self, w_cross) = block(
+                x,
+                mask=mask,
+                bias=bias,
+                memory=None if memory is None else memory[i],
+                context=context,
+                context_mask=context_mask,
+                cache=None if cache is None else cache[i],
+                return_attention=return_attention,
+            )
             attentions.append(w_self)
             cross.append(w_cross)
         if memory is not None:
             memory.update(hidden)
-        return StackOutput(x, hidden + [x] if return_hidden else None,
-                           attentions if return_attention else None,
-                           cross if return_attention and context is not None else None)
+        return StackOutput(
+            x,
+            hidden + [x] if return_hidden else None,
+            attentions if return_attention else None,
+            cross if return_attention and context is not None else None,
+        )
 
 
 class Model(nn.Module):
-    """What every model of the book shares: built from a :class:`~ptlm_lite.config.Config`
-    (``model.config``), an optional ``seed`` that fixes the initial weights (the same as calling
-    ``set_seed(seed)`` just before building), and a ``load_state_dict`` whose shape errors name the
-    tensor and the config."""
+    """What every model of the book shares: built from a
+    :class:`~ptlm_lite.config.Config` (``model.config``), an optional ``seed`` that
+    fixes the initial weights (the same as calling ``set_seed(seed)`` just before
+    building), and a ``load_state_dict`` whose shape errors name the tensor and the
+    config.
+    """
 
     def __init__(self, config: Config, seed: int | None = None):
         super().__init__()
         if not isinstance(config, Config):
-            raise TypeError(f"config must be a ptlm_lite Config (e.g. preset('tiny', vocab_size=...)), "
-                            f"got {type(config).__name__}")
+            raise TypeError(
+                f"config must be a ptlm_lite Config (e.g. preset('tiny', "
+                f"vocab_size=...)), "
+                f"got {type(config).__name__}"
+            )
         if seed is not None:
             from .train import set_seed
+
             set_seed(seed)
         self.config = config
 
@@ -124,7 +174,11 @@ class Model(nn.Module):
             if name in own and tuple(own[name].shape) != tuple(tensor.shape):
                 c = self.config
                 raise ValueError(
-                    f"state_dict[{name!r}] has shape {tuple(tensor.shape)} but this model's config expects "
-                    f"{tuple(own[name].shape)}: the checkpoint was trained with another config (this one has "
-                    f"d_model={c.d_model}, n_layer={c.n_layer}, vocab_size={c.vocab_size}, max_len={c.max_len})")
+                    f"state_dict[{name!r}] has shape {tuple(tensor.shape)} but this "
+                    f"model's config expects "
+                    f"{tuple(own[name].shape)}: the checkpoint was trained with "
+                    f"another config (this one has "
+                    f"d_model={c.d_model}, n_layer={c.n_layer}, "
+                    f"vocab_size={c.vocab_size}, max_len={c.max_len})"
+                )
         return super().load_state_dict(state_dict, strict=strict, assign=assign)

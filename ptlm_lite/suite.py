@@ -1,13 +1,14 @@
-"""One evaluation suite for the fine-tuning experiments of the encoder and decoder chapters.
+"""One evaluation suite for the fine-tuning experiments of the encoder and decoder
+chapters.
 
-A fine-tuning task can test a pre-training claim only if pre-training is what it needs. The
-synthetic world's sentences state an entity's kind in words ("X is a large *city* in Y"), so
-classifying them is solved from the surface: random weights reach ~100% in a hundred steps and
-pre-training has nothing to add. The suite therefore asks about **facts**, and about the **kinds of
-words** the documents put in each slot (what a tiny model does learn). The book pre-trains
-every model on ``make_world(0)``'s documents (``recipes.bert.world_documents``,
-``recipes.gpt.lm_corpus``); the
-tasks below are built from the same world, and their inputs name an entity without stating the fact:
+A fine-tuning task can test a pre-training claim only if pre-training is what it needs.
+The synthetic world's sentences state an entity's kind in words ("X is a large *city* in
+Y"), so classifying them is solved from the surface: random weights reach ~100% in a
+hundred steps and pre-training has nothing to add. The suite therefore asks about
+**facts**, and about the **kinds of words** the documents put in each slot (what a tiny
+model does learn). The book pre-trains every model on ``make_world(0)``'s documents
+(``recipes.bert.world_documents``, ``recipes.gpt.lm_corpus``); the tasks below are built
+from the same world, and their inputs name an entity without stating the fact:
 
     task                 input                                       answer              needs
     favourite_colour     "Kotheth Sheal"                             orange (8 colours)   facts
@@ -18,33 +19,37 @@ tasks below are built from the same world, and their inputs name an entity witho
     kind_from_name       "Kotheth Sheal"                             person (4 kinds)     surface
     kind_from_sentence   "Kotheth Sheal is a 36-year-old sailor."    person (4 kinds)     surface
 
-Entities, not examples, are split into train and test (70/30 per kind, seeded): a test question
-is about an entity whose facts are in the pre-training documents but about which fine-tuning
-saw nothing (friendship is symmetric, so a training example never names a test person as a
-friend). Fine-tuning teaches the *format*; only pre-training can supply the test answers.
+Entities, not examples, are split into train and test (70/30 per kind, seeded): a test
+question is about an entity whose facts are in the pre-training documents but about
+which fine-tuning saw nothing (friendship is symmetric, so a training example never
+names a test person as a friend). Fine-tuning teaches the *format*; only pre-training
+can supply the test answers.
 
-The book's tiny models do not learn the facts: each is stated once, a name is 4 to 6 word pieces,
-and at tiny scale the three fact tasks stay at chance, pre-trained or not. ``slot_filler`` asks
-what the same documents do teach a tiny model: which *kind* of word goes in a slot. A colour and
-an occupation compete for "The favourite colour of X is" or "X is a 36-year-old"; the test's 12
-words never occur in fine-tuning, so random weights have nothing to go on, while pre-training put
-each of them in its slot 5 to 20 times. Occupations are longer than colours (4 or 5 word pieces
-against 2 or 3), a shortcut a random-weights encoder learns at once from the interaction of slot
-and length, so fine-tuning uses only the 8 words of 3 pieces (:data:`FILLER_TRAIN_WORDS`).
+The book's tiny models do not learn the facts: each is stated once, a name is 4 to 6
+word pieces, and at tiny scale the three fact tasks stay at chance, pre-trained or not.
+``slot_filler`` asks what the same documents do teach a tiny model: which *kind* of word
+goes in a slot. A colour and an occupation compete for "The favourite colour of X is" or
+"X is a 36-year-old"; the test's 12 words never occur in fine-tuning, so random weights
+have nothing to go on, while pre-training put each of them in its slot 5 to 20 times.
+Occupations are longer than colours (4 or 5 word pieces against 2 or 3), a shortcut a
+random-weights encoder learns at once from the interaction of slot and length, so
+fine-tuning uses only the 8 words of 3 pieces (:data:`FILLER_TRAIN_WORDS`).
 
 Two tasks are labelled ``needs_pretraining=False`` and kept as the contrast:
-``kind_from_sentence`` has the kind word in the input, and ``kind_from_name`` is solved by the
-world's naming scheme (countries end in "-ia", organisations in "Ltd", "& Co" or "Guild", people
-have two words and cities one). :func:`surface_baseline` measures this per task: a logistic
-regression on bags of character n-grams of the input, trained on the fine-tuning split. It
-solves ``kind_from_sentence``, beats the majority share by far on ``kind_from_name``, and does no
-better than a constant answer on the four others (``tests/test_suite.py`` checks both).
+``kind_from_sentence`` has the kind word in the input, and ``kind_from_name`` is solved
+by the world's naming scheme (countries end in "-ia", organisations in "Ltd", "& Co" or
+"Guild", people have two words and cities one). :func:`surface_baseline` measures this
+per task: a logistic regression on bags of character n-grams of the input, trained on
+the fine-tuning split. It solves ``kind_from_sentence``, beats the majority share by far
+on ``kind_from_name``, and does no better than a constant answer on the four others
+(``tests/test_suite.py`` checks both).
 
-Every task has fixed splits (same world seed, same examples), its ``majority`` share (the best
-any constant answer does on the test split) and its ``chance`` (uniform guessing). The relation,
-cloze and slot-filler tasks are balanced by construction; the others report their majority share.
-Negatives and distractors are the split's right answers, shuffled: every city, company, colour or
-occupation is exactly as often right as wrong, so "pick the most frequent city" is no shortcut.
+Every task has fixed splits (same world seed, same examples), its ``majority`` share
+(the best any constant answer does on the test split) and its ``chance`` (uniform
+guessing). The relation, cloze and slot-filler tasks are balanced by construction; the
+others report their majority share. Negatives and distractors are the split's right
+answers, shuffled: every city, company, colour or occupation is exactly as often right
+as wrong, so "pick the most frequent city" is no shortcut.
 
 Used with :mod:`ptlm_lite.finetune` in ``chapters/bert.ipynb`` and ``chapters/gpt.ipynb``::
 
@@ -52,6 +57,7 @@ Used with :mod:`ptlm_lite.finetune` in ``chapters/bert.ipynb`` and ``chapters/gp
     task = suite.get("relation_check")
     task.train[0]   # {'a': '... was born in', 'b': '...', 'label': 1, 'entity': ..., 'evidence': ...}
 """
+
 from __future__ import annotations
 
 import random
@@ -60,7 +66,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 
-__all__ = ["Task", "TASKS", "tasks", "get", "entity_split", "class_balance", "surface_baseline"]
+__all__ = [
+    "Task",
+    "TASKS",
+    "tasks",
+    "get",
+    "entity_split",
+    "class_balance",
+    "surface_baseline",
+]
 
 KINDS = ("single", "pair", "choice")
 TEST_SHARE = 0.3  # of each entity kind, held out of fine-tuning
@@ -71,17 +85,18 @@ N_CHOICES = 4
 class Task:
     """A fine-tuning task with fixed splits and its baselines.
 
-    ``kind`` says what an example holds besides ``label`` (an int) and ``entity`` (whom it is about):
+    ``kind`` says what an example holds besides ``label`` (an int) and ``entity`` (whom
+    it is about):
 
     * ``"single"``: ``text``; ``label`` indexes ``labels``;
     * ``"pair"``: ``a`` and ``b`` (two segments); ``label`` indexes ``labels``;
-    * ``"choice"``: ``context`` and ``endings`` (``len(labels)`` candidates); ``label`` is the
-      position of the right one, and ``labels`` names the positions.
+    * ``"choice"``: ``context`` and ``endings`` (``len(labels)`` candidates); ``label``
+      is the position of the right one, and ``labels`` names the positions.
 
-    Tasks that need pre-training also give ``evidence``: the sentence of the pre-training
-    documents that states the answer. ``majority``: the test accuracy of the best constant answer
-    (the largest share of one label in ``test``); ``chance``: the expected accuracy of uniform
-    guessing, ``1 / len(labels)``.
+    Tasks that need pre-training also give ``evidence``: the sentence of the
+    pre-training documents that states the answer. ``majority``: the test accuracy of
+    the best constant answer (the largest share of one label in ``test``); ``chance``:
+    the expected accuracy of uniform guessing, ``1 / len(labels)``.
     """
 
     name: str
@@ -101,7 +116,9 @@ class Task:
 
     @property
     def majority_label(self) -> int:
-        """The most frequent label of the test split: always answering it scores ``majority``."""
+        """The most frequent label of the test split: always answering it scores
+        ``majority``.
+        """
         counts = Counter(e["label"] for e in self.test)
         return max(sorted(counts), key=counts.__getitem__)
 
@@ -110,22 +127,39 @@ class Task:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
 
     def subset(self, n_train: int | None = None, n_test: int | None = None) -> "Task":
-        """The first ``n_train`` / ``n_test`` examples of each split, with ``majority`` recomputed
-        (the splits are shuffled, so a prefix is a fair sample; for a quick run at tiny scale)."""
+        """The first ``n_train`` / ``n_test`` examples of each split, with ``majority``
+        recomputed (the splits are shuffled, so a prefix is a fair sample; for a quick
+        run at tiny scale).
+        """
         train, test = self.train[:n_train], self.test[:n_test]
         if not train or not test:
-            raise ValueError(f"n_train and n_test must leave examples in both splits, got {n_train}, {n_test}")
-        return _task(self.name, self.kind, self.labels, {"train": train, "test": test},
-                     self.needs_pretraining, self.description)
+            raise ValueError(
+                f"n_train and n_test must leave examples in both splits, got "
+                f"{n_train}, {n_test}"
+            )
+        return _task(
+            self.name,
+            self.kind,
+            self.labels,
+            {"train": train, "test": test},
+            self.needs_pretraining,
+            self.description,
+        )
 
     def balance(self, split: str = "test") -> dict[str, float]:
         """Share of each label in ``split`` (``"train"`` or ``"test"``)."""
         return class_balance(self, split)
 
     def __repr__(self) -> str:
-        need = "needs pre-training" if self.needs_pretraining else "surface form suffices"
-        return (f"Task({self.name!r}, {self.kind}, {self.n_labels} labels, {len(self.train)} train / "
-                f"{len(self.test)} test, majority {self.majority:.1%}, chance {self.chance:.1%}, {need})")
+        need = (
+            "needs pre-training" if self.needs_pretraining else "surface form suffices"
+        )
+        return (
+            f"Task({self.name!r}, {self.kind}, {self.n_labels} labels, "
+            f"{len(self.train)} train / "
+            f"{len(self.test)} test, majority {self.majority:.1%}, chance "
+            f"{self.chance:.1%}, {need})"
+        )
 
 
 def class_balance(task: Task, split: str = "test") -> dict[str, float]:
@@ -137,18 +171,21 @@ def class_balance(task: Task, split: str = "test") -> dict[str, float]:
     return {name: counts[i] / len(examples) for i, name in enumerate(task.labels)}
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Building the tasks from a world
 
 
 def _rng(world, what: str) -> random.Random:
-    # One generator per task (as in world.py): adding a task never changes another task's data.
+    # One generator per task (as in world.py): adding a task never changes another
+    # task's data.
     return random.Random(f"ptlm_lite.suite/{world.seed}/{what}")
 
 
 def entity_split(world, test_share: float = TEST_SHARE) -> dict[int, str]:
-    """``{entity id: "train" | "test"}``: ``test_share`` of each kind is held out (seeded by the
-    world's seed). Every task of the suite asks its test questions about test entities only."""
+    """``{entity id: "train" | "test"}``: ``test_share`` of each kind is held out
+    (seeded by the world's seed). Every task of the suite asks its test questions about
+    test entities only.
+    """
     if not 0 < test_share < 1:
         raise ValueError(f"test_share must be in (0, 1), got {test_share!r}")
     rng = _rng(world, "split")
@@ -157,12 +194,16 @@ def entity_split(world, test_share: float = TEST_SHARE) -> dict[int, str]:
         ids = [e.id for e in world.of_kind(kind)]
         rng.shuffle(ids)
         n_test = max(1, round(test_share * len(ids)))
-        split.update({i: ("test" if k < n_test else "train") for k, i in enumerate(ids)})
+        split.update(
+            {i: ("test" if k < n_test else "train") for k, i in enumerate(ids)}
+        )
     return split
 
 
 def _sentences(world) -> dict[int, list[str]]:
-    """Each entity's pre-training document as sentences (the split ``bert.world_documents`` uses)."""
+    """Each entity's pre-training document as sentences (the split
+    ``bert.world_documents`` uses).
+    """
     return {d.entity: re.split(r"(?<=\.) ", d.text) for d in world.documents}
 
 
@@ -174,28 +215,45 @@ def _evidence(sentences: dict, entity, phrase: str) -> str:
     raise RuntimeError(f"no sentence of {entity.name!r}'s document contains {phrase!r}")
 
 
-# A fact slot: who it is about, how a question starts, the true values, how the document says it.
-# ``answers(e)`` lists every true value (a person has several friends).
+# A fact slot: who it is about, how a question starts, the true values, how the document
+# says it. # ``answers(e)`` lists every true value (a person has several friends).
 def _slots(world):
-    tail = lambda rel: (lambda e: [t.name for t in world.related(e, rel)])  # noqa: E731
-    attr = lambda key: (lambda e: [e.attributes[key]])  # noqa: E731
+    tail = lambda rel: lambda e: [t.name for t in world.related(e, rel)]  # noqa: E731
+    attr = lambda key: lambda e: [e.attributes[key]]  # noqa: E731
     return {
         "born_in": ("person", "{} was born in", tail("born_in"), "was born in {} "),
         "works_for": ("person", "{} works for", tail("works_for"), "works for {}."),
         "city_in": ("city", "{} is a city in", tail("located_in"), " city in {}."),
-        "based_in": ("organisation", "{} is based in", tail("located_in"), "company based in {}."),
-        "friend_of": ("person", "{} is a friend of", tail("friend_of"), "is a friend of {}."),
+        "based_in": (
+            "organisation",
+            "{} is based in",
+            tail("located_in"),
+            "company based in {}.",
+        ),
+        "friend_of": (
+            "person",
+            "{} is a friend of",
+            tail("friend_of"),
+            "is a friend of {}.",
+        ),
         "occupation": ("person", "{} works as a", attr("occupation"), "-year-old {}."),
-        "colour": ("person", "The favourite colour of {} is", attr("colour"), "colour of {head} is {}."),
+        "colour": (
+            "person",
+            "The favourite colour of {} is",
+            attr("colour"),
+            "colour of {head} is {}.",
+        ),
     }
 
 
 def _permute_avoiding(rng, values: list, forbidden: list[set], fallback: list) -> list:
-    """A random permutation ``out`` of ``values`` with ``out[i] not in forbidden[i]``: each value
-    becomes a wrong answer exactly as often as it is a right one, so its frequency tells nothing.
+    """A random permutation ``out`` of ``values`` with ``out[i] not in forbidden[i]``:
+    each value becomes a wrong answer exactly as often as it is a right one, so its
+    frequency tells nothing.
 
-    Shuffle, then repair each clash by swapping with a position where both sides are then allowed;
-    a clash no swap can fix (a value that is right for most entities) draws from ``fallback``.
+    Shuffle, then repair each clash by swapping with a position where both sides are
+    then allowed; a clash no swap can fix (a value that is right for most entities)
+    draws from ``fallback``.
     """
     out = list(values)
     rng.shuffle(out)
@@ -204,7 +262,14 @@ def _permute_avoiding(rng, values: list, forbidden: list[set], fallback: list) -
         if out[i] not in forbidden[i]:
             continue
         rng.shuffle(order)
-        j = next((j for j in order if out[j] not in forbidden[i] and out[i] not in forbidden[j]), None)
+        j = next(
+            (
+                j
+                for j in order
+                if out[j] not in forbidden[i] and out[i] not in forbidden[j]
+            ),
+            None,
+        )
         if j is not None:
             out[i], out[j] = out[j], out[i]
         else:
@@ -213,9 +278,11 @@ def _permute_avoiding(rng, values: list, forbidden: list[set], fallback: list) -
 
 
 def _facts(world, split, slot, rng, train_people=None):
-    """``{"train": [(entity, right value)], "test": [...]}``: one true value per entity of the slot's
-    kind (a person has several friends; one is drawn). With ``train_people``, a training entity's
-    value must be a training person (friendship is symmetric: "A is a friend of B" is about B too)."""
+    """``{"train": [(entity, right value)], "test": [...]}``: one true value per entity
+    of the slot's kind (a person has several friends; one is drawn). With
+    ``train_people``, a training entity's value must be a training person (friendship is
+    symmetric: "A is a friend of B" is about B too).
+    """
     kind, _, answers, _ = _slots(world)[slot]
     out = {"train": [], "test": []}
     for e in world.of_kind(kind):
@@ -234,27 +301,53 @@ def _relation_check(world, split, sentences) -> Task:
     out = {"train": [], "test": []}
     for slot in ("born_in", "works_for", "city_in", "based_in", "friend_of"):
         kind, prompt, answers, says = slots[slot]
-        facts = _facts(world, split, slot, rng, train_people if slot == "friend_of" else None)
+        facts = _facts(
+            world, split, slot, rng, train_people if slot == "friend_of" else None
+        )
         everyone = [v for part in facts.values() for _, v in part]
         for part, pairs in facts.items():
-            # The false tails are the split's true tails, shuffled: each is as often right as wrong
-            wrongs = _permute_avoiding(rng, [v for _, v in pairs],
-                                       [set(answers(e)) | {e.name} for e, _ in pairs], everyone)
+            # The false tails are the split's true tails, shuffled: each is as often
+            # right as wrong
+            wrongs = _permute_avoiding(
+                rng,
+                [v for _, v in pairs],
+                [set(answers(e)) | {e.name} for e, _ in pairs],
+                everyone,
+            )
             for (e, right), wrong in zip(pairs, wrongs):
                 evidence = _evidence(sentences, e, says.format(right, head=e.name))
                 for b, label in ((right, 1), (wrong, 0)):
-                    out[part].append({"a": prompt.format(e.name), "b": b, "label": label, "entity": e.name,
-                                      "relation": slot, "evidence": evidence})
+                    out[part].append(
+                        {
+                            "a": prompt.format(e.name),
+                            "b": b,
+                            "label": label,
+                            "entity": e.name,
+                            "relation": slot,
+                            "evidence": evidence,
+                        }
+                    )
     for part in out.values():
         rng.shuffle(part)
     return _task(
-        "relation_check", "pair", ("no", "yes"), out, needs_pretraining=True,
-        description=("Does the relation hold? Segment A names an entity and a relation (\"X was born in\", "
-                     "\"X works for\", \"X is a city in\", \"X is based in\", \"X is a friend of\"), segment B "
-                     "an entity of the right kind. One true and one false tail per entity (balanced); the "
-                     "false tails are the true tails of the same split, shuffled, so every tail is as often "
-                     "right as wrong. The answer is a fact of the pre-training documents, "
-                     "never stated in the input."))
+        "relation_check",
+        "pair",
+        ("no", "yes"),
+        out,
+        needs_pretraining=True,
+        description=(
+            'Does the relation hold? Segment A names an entity and a relation ("X was born in", '
+            '"X works for", "X is a city in", "X is based in", "X is a '
+            'friend of"), segment B '
+            "an entity of the right kind. One true and one false tail per "
+            "entity (balanced); the "
+            "false tails are the true tails of the same split, shuffled, so "
+            "every tail is as often "
+            "right as wrong. The answer is a fact of the pre-training "
+            "documents, "
+            "never stated in the input."
+        ),
+    )
 
 
 def _fact_cloze(world, split, sentences) -> Task:
@@ -266,17 +359,29 @@ def _fact_cloze(world, split, sentences) -> Task:
         facts = _facts(world, split, slot, rng)
         everyone = [v for part in facts.values() for _, v in part]
         for part, pairs in facts.items():
-            # Each round of distractors is the split's right answers, shuffled: every value is a
-            # candidate 4 times as often as it is right, whatever its frequency
+            # Each round of distractors is the split's right answers, shuffled: every
+            # value is a # candidate 4 times as often as it is right, whatever its
+            # frequency
             endings = [[right] for _, right in pairs]
             for _ in range(N_CHOICES - 1):
-                wrongs = _permute_avoiding(rng, [v for _, v in pairs], [set(c) for c in endings], everyone)
+                wrongs = _permute_avoiding(
+                    rng, [v for _, v in pairs], [set(c) for c in endings], everyone
+                )
                 for c, wrong in zip(endings, wrongs):
                     c.append(wrong)
             for (e, right), candidates in zip(pairs, endings):
-                out[part].append({
-                    "context": prompt.format(e.name), "endings": candidates, "label": 0, "entity": e.name,
-                    "relation": slot, "evidence": _evidence(sentences, e, says.format(right, head=e.name))})
+                out[part].append(
+                    {
+                        "context": prompt.format(e.name),
+                        "endings": candidates,
+                        "label": 0,
+                        "entity": e.name,
+                        "relation": slot,
+                        "evidence": _evidence(
+                            sentences, e, says.format(right, head=e.name)
+                        ),
+                    }
+                )
     for part in out.values():  # the right ending goes to each position equally often
         rng.shuffle(part)
         for i, ex in enumerate(part):
@@ -286,17 +391,30 @@ def _fact_cloze(world, split, sentences) -> Task:
             ex["endings"] = wrong[:pos] + [right] + wrong[pos:]
             ex["label"] = pos
     return _task(
-        "fact_cloze", "choice", tuple(str(i + 1) for i in range(N_CHOICES)), out, needs_pretraining=True,
-        description=("Fact cloze with four candidates: \"X was born in\", \"X works for\", \"X works as a\", "
-                     "\"The favourite colour of X is\", \"X is a city in\", \"X is based in\", each followed by "
-                     "the true value and three others of the same kind: the split's right answers, "
-                     "shuffled, so every value is a candidate four times as often as it is right. The "
-                     "right position is balanced. The answer is a fact of the pre-training documents, "
-                     "never stated in the input."))
+        "fact_cloze",
+        "choice",
+        tuple(str(i + 1) for i in range(N_CHOICES)),
+        out,
+        needs_pretraining=True,
+        description=(
+            'Fact cloze with four candidates: "X was born in", "X works for", "X works as a", '
+            '"The favourite colour of X is", "X is a city in", "X is '
+            'based in", each followed by '
+            "the true value and three others of the same kind: the split's "
+            "right answers, "
+            "shuffled, so every value is a candidate four times as often as "
+            "it is right. The "
+            "right position is balanced. The answer is a fact of the "
+            "pre-training documents, "
+            "never stated in the input."
+        ),
+    )
 
 
 def _shuffled(world, name: str, out: dict) -> dict:
-    """Each part of ``out`` in a seeded order of its own task, so that any prefix is a fair sample."""
+    """Each part of ``out`` in a seeded order of its own task, so that any prefix is a
+    fair sample.
+    """
     rng = _rng(world, name)
     for part in out.values():
         rng.shuffle(part)
@@ -309,24 +427,44 @@ def _favourite_colour(world, split, sentences) -> Task:
     out = {"train": [], "test": []}
     for e in world.of_kind("person"):
         colour = e.attributes["colour"]
-        out[split[e.id]].append({"text": e.name, "label": COLOURS.index(colour), "entity": e.name,
-                                 "evidence": _evidence(sentences, e, f"colour of {e.name} is {colour}.")})
+        out[split[e.id]].append(
+            {
+                "text": e.name,
+                "label": COLOURS.index(colour),
+                "entity": e.name,
+                "evidence": _evidence(sentences, e, f"colour of {e.name} is {colour}."),
+            }
+        )
     return _task(
-        "favourite_colour", "single", COLOURS, _shuffled(world, "favourite_colour", out), needs_pretraining=True,
-        description=("A person's favourite colour (8 classes) from the name alone. Each document says it "
-                     "once (\"The favourite colour of X is green.\"); the colour was drawn independently of "
-                     "the name, so only a model that read the documents can know it. Not balanced: "
-                     "compare with the majority share."))
+        "favourite_colour",
+        "single",
+        COLOURS,
+        _shuffled(world, "favourite_colour", out),
+        needs_pretraining=True,
+        description=(
+            "A person's favourite colour (8 classes) from the name alone. Each "
+            "document says it "
+            'once ("The favourite colour of X is green."); the colour was '
+            "drawn independently of "
+            "the name, so only a model that read the documents can know it. "
+            "Not balanced: "
+            "compare with the majority share."
+        ),
+    )
 
 
-# The slot filler's words. Colours are short and occupations long ("red" is 2 word pieces,
-# "librarian" 5), so a model can tell the two kinds apart by length alone, and a random-weights
-# model learns that shortcut from any fine-tuning set that rewards it. Fine-tuning therefore uses
-# only words of 3 pieces in both book tokenizers (WordPiece and byte-level BPE), where length
-# says nothing; the test asks about the other 12 words, never seen in fine-tuning.
-FILLER_TRAIN_WORDS = {"colour": ("green", "yellow", "purple"),
-                      "occupation": ("baker", "pilot", "doctor", "painter", "sailor")}
-FILLER_COPIES = 2  # each (colour, occupation, slot) question asked about this many people
+# The slot filler's words. Colours are short and occupations long ("red" is 2 word
+# pieces, # "librarian" 5), so a model can tell the two kinds apart by length alone, and
+# a random-weights # model learns that shortcut from any fine-tuning set that rewards
+# it. Fine-tuning therefore uses # only words of 3 pieces in both book tokenizers
+# (WordPiece and byte-level BPE), where length # says nothing; the test asks about the
+# other 12 words, never seen in fine-tuning.
+FILLER_TRAIN_WORDS = {
+    "colour": ("green", "yellow", "purple"),
+    "occupation": ("baker", "pilot", "doctor", "painter", "sailor"),
+}
+# each (colour, occupation, slot) question asked about this many people
+FILLER_COPIES = 2
 
 
 def _slot_filler(world, split, sentences) -> Task:
@@ -334,17 +472,30 @@ def _slot_filler(world, split, sentences) -> Task:
 
     rng = _rng(world, "slot_filler")
     pools = {"colour": COLOURS, "occupation": OCCUPATIONS}
-    words = {"train": {k: [w for w in v if w in FILLER_TRAIN_WORDS[k]] for k, v in pools.items()},
-             "test": {k: [w for w in v if w not in FILLER_TRAIN_WORDS[k]] for k, v in pools.items()}}
-    prompts = {"colour": lambda p: f"The favourite colour of {p.name} is",
-               "occupation": lambda p: f"{p.name} is a {p.attributes['age']}-year-old"}
+    words = {
+        "train": {
+            k: [w for w in v if w in FILLER_TRAIN_WORDS[k]] for k, v in pools.items()
+        },
+        "test": {
+            k: [w for w in v if w not in FILLER_TRAIN_WORDS[k]]
+            for k, v in pools.items()
+        },
+    }
+    prompts = {
+        "colour": lambda p: f"The favourite colour of {p.name} is",
+        "occupation": lambda p: f"{p.name} is a {p.attributes['age']}-year-old",
+    }
     people = world.of_kind("person")
 
     def evidence(slot: str, word: str) -> str:
-        """The first pre-training sentence where ``word`` fills ``slot`` (someone's document)."""
+        """The first pre-training sentence where ``word`` fills ``slot`` (someone's
+        document).
+        """
         p = next((p for p in people if p.attributes[slot] == word), None)
         if p is None:
-            raise RuntimeError(f"no document of world {world.seed} has {word!r} as a {slot}")
+            raise RuntimeError(
+                f"no document of world {world.seed} has {word!r} as a {slot}"
+            )
         return _evidence(sentences, p, f"{prompts[slot](p)} {word}.")
 
     out = {"train": [], "test": []}
@@ -353,62 +504,116 @@ def _slot_filler(world, split, sentences) -> Task:
         for colour in words[part]["colour"]:
             for occupation in words[part]["occupation"]:
                 for slot in ("colour", "occupation"):
-                    right, wrong = (colour, occupation) if slot == "colour" else (occupation, colour)
+                    right, wrong = (
+                        (colour, occupation)
+                        if slot == "colour"
+                        else (occupation, colour)
+                    )
                     for _ in range(FILLER_COPIES):
                         p = rng.choice(askable)
-                        out[part].append({"context": prompts[slot](p), "endings": [right, wrong], "label": 0,
-                                          "entity": p.name, "slot": slot, "evidence": evidence(slot, right)})
+                        out[part].append(
+                            {
+                                "context": prompts[slot](p),
+                                "endings": [right, wrong],
+                                "label": 0,
+                                "entity": p.name,
+                                "slot": slot,
+                                "evidence": evidence(slot, right),
+                            }
+                        )
         rng.shuffle(out[part])
-        for i, ex in enumerate(out[part]):  # the right ending goes to each position equally often
+        # the right ending goes to each position equally often
+        for i, ex in enumerate(out[part]):
             if i % 2:
                 ex["endings"], ex["label"] = ex["endings"][::-1], 1
     return _task(
-        "slot_filler", "choice", ("1", "2"), out, needs_pretraining=True,
-        description=("Which word fills the slot? \"The favourite colour of X is\" or \"X is a 36-year-old\", "
-                     "then two endings: a colour and an occupation. The test's 12 words never occur in "
-                     "fine-tuning (which uses green, yellow, purple, baker, pilot, doctor, painter and sailor, "
-                     "all of 3 word pieces, so that length gives nothing away); the pre-training documents put "
-                     "each of them in its slot 5 to 20 times. A random-weights model cannot tell an "
-                     "unseen word's kind; a pre-trained one can, if reading the documents taught it. Each "
-                     "question pairs a colour with an occupation in both slots, so every word is as often "
-                     "right as wrong, and the right position is balanced. The right ending is the kind of word "
-                     "the slot takes, not necessarily that person's own colour or occupation: the task asks "
-                     "what kind of word goes where, not a fact."))
+        "slot_filler",
+        "choice",
+        ("1", "2"),
+        out,
+        needs_pretraining=True,
+        description=(
+            'Which word fills the slot? "The favourite colour of X is" or "X is a 36-year-old", '
+            "then two endings: a colour and an occupation. The test's 12 "
+            "words never occur in "
+            "fine-tuning (which uses green, yellow, purple, baker, pilot, "
+            "doctor, painter and sailor, "
+            "all of 3 word pieces, so that length gives nothing away); the "
+            "pre-training documents put "
+            "each of them in its slot 5 to 20 times. A random-weights model "
+            "cannot tell an "
+            "unseen word's kind; a pre-trained one can, if reading the "
+            "documents taught it. Each "
+            "question pairs a colour with an occupation in both slots, so "
+            "every word is as often "
+            "right as wrong, and the right position is balanced. The right "
+            "ending is the kind of word "
+            "the slot takes, not necessarily that person's own colour or "
+            "occupation: the task asks "
+            "what kind of word goes where, not a fact."
+        ),
+    )
 
 
 _KIND_DESCRIPTIONS = {
     "kind_from_name": (
-        "Entity typing from the name alone. The world's names give the kind away (countries end "
-        "in \"-ia\", organisations in \"Ltd\", \"& Co\" or \"Guild\", people have two words and "
-        "cities one), so the surface form suffices. Not balanced (about 65% people): compare "
-        "with the majority share and read macro-F1."),
+        "Entity typing from the name alone. The world's names give the kind away "
+        "(countries end "
+        'in "-ia", organisations in "Ltd", "& Co" or "Guild", people have two '
+        "words and "
+        "cities one), so the surface form suffices. Not balanced (about 65% people): "
+        "compare "
+        "with the majority share and read macro-F1."
+    ),
     "kind_from_sentence": (
-        "Which kind of entity is the sentence about? The first sentence of each document "
-        "(the world's `classification` task, once per entity). The kind word (\"city\", "
-        "\"country\", \"company\", \"-year-old\") is in the input, so the surface form "
-        "suffices and random weights learn it too. Not balanced (about 65% people): compare with the majority share "
-        "and read macro-F1."),
+        "Which kind of entity is the sentence about? The first sentence of each "
+        "document "
+        "(the world's `classification` task, once per entity). The kind word "
+        '("city", '
+        '"country", "company", "-year-old") is in the input, so the surface form '
+        "suffices and random weights learn it too. Not balanced (about 65% people): "
+        "compare with the majority share "
+        "and read macro-F1."
+    ),
 }
 
 
 def _kind(name: str, world, split, sentences) -> Task:
-    """The two surface tasks: an entity's kind from its name, or from its document's first sentence."""
+    """The two surface tasks: an entity's kind from its name, or from its document's
+    first sentence.
+    """
     from .data.world import KINDS as ENTITY_KINDS
 
     out = {"train": [], "test": []}
     for e in world.entities:
         text = e.name if name == "kind_from_name" else sentences[e.id][0]
-        out[split[e.id]].append({"text": text, "label": ENTITY_KINDS.index(e.kind), "entity": e.name})
-    return _task(name, "single", ENTITY_KINDS, _shuffled(world, name, out), needs_pretraining=False,
-                 description=_KIND_DESCRIPTIONS[name])
+        out[split[e.id]].append(
+            {"text": text, "label": ENTITY_KINDS.index(e.kind), "entity": e.name}
+        )
+    return _task(
+        name,
+        "single",
+        ENTITY_KINDS,
+        _shuffled(world, name, out),
+        needs_pretraining=False,
+        description=_KIND_DESCRIPTIONS[name],
+    )
 
 
 def _task(name, kind, labels, out, needs_pretraining, description) -> Task:
     test = out["test"]
     shares = Counter(e["label"] for e in test)
-    return Task(name=name, description=description, kind=kind, labels=tuple(labels), train=out["train"],
-                test=test, needs_pretraining=needs_pretraining,
-                majority=max(shares.values()) / len(test), chance=1 / len(labels))
+    return Task(
+        name=name,
+        description=description,
+        kind=kind,
+        labels=tuple(labels),
+        train=out["train"],
+        test=test,
+        needs_pretraining=needs_pretraining,
+        majority=max(shares.values()) / len(test),
+        chance=1 / len(labels),
+    )
 
 
 _BUILDERS = {
@@ -419,12 +624,15 @@ _BUILDERS = {
     "kind_from_name": partial(_kind, "kind_from_name"),
     "kind_from_sentence": partial(_kind, "kind_from_sentence"),
 }
-TASKS = tuple(_BUILDERS)  # the tasks that need pre-training first, then the surface contrasts
+# the tasks that need pre-training first, then the surface contrasts
+TASKS = tuple(_BUILDERS)
 
 
 def tasks(world_seed: int = 0, names=None) -> dict[str, Task]:
-    """The suite: ``{name: Task}`` built from ``make_world(world_seed)`` (the book pre-trains on
-    world 0; another seed gives a world no pre-trained model has read). ``names`` picks a subset."""
+    """The suite: ``{name: Task}`` built from ``make_world(world_seed)`` (the book
+    pre-trains on world 0; another seed gives a world no pre-trained model has read).
+    ``names`` picks a subset.
+    """
     from .data import make_world
 
     names = TASKS if names is None else tuple(names)
@@ -441,7 +649,7 @@ def get(name: str, world_seed: int = 0) -> Task:
     return tasks(world_seed, (name,))[name]
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # The surface baseline: what the input's characters alone give
 
 
@@ -451,19 +659,25 @@ def _fields(task: Task, examples) -> list[list[str]]:
         return [[e["text"] for e in examples]]
     if task.kind == "pair":
         return [[e["a"] for e in examples], [e["b"] for e in examples]]
-    return [[e["context"] for e in examples for _ in e["endings"]],
-            [end for e in examples for end in e["endings"]]]
+    return [
+        [e["context"] for e in examples for _ in e["endings"]],
+        [end for e in examples for end in e["endings"]],
+    ]
 
 
-def surface_baseline(task: Task, ngrams: tuple[int, int] = (1, 4), C: float = 1.0) -> dict:
-    """Accuracy and macro-F1 on ``task.test`` of a model that sees only the input's characters.
+def surface_baseline(
+    task: Task, ngrams: tuple[int, int] = (1, 4), C: float = 1.0
+) -> dict:
+    """Accuracy and macro-F1 on ``task.test`` of a model that sees only the input's
+    characters.
 
-    Each text field (the sentence; segments A and B; context and candidate) becomes a bag of
-    character n-grams (spaces included, so a word count shows); a logistic regression is trained on
-    ``task.train``. A choice task scores each (context, candidate) pair as right or wrong and
-    picks the best-scored candidate. The model is linear in each field's n-grams, so it can use a
-    suffix, a word count or how often a value is the answer, but not whether two fields belong
-    together, which is exactly a fact. Returns ``{"accuracy", "macro_f1", "predictions"}``.
+    Each text field (the sentence; segments A and B; context and candidate) becomes a
+    bag of character n-grams (spaces included, so a word count shows); a logistic
+    regression is trained on ``task.train``. A choice task scores each (context,
+    candidate) pair as right or wrong and picks the best-scored candidate. The model is
+    linear in each field's n-grams, so it can use a suffix, a word count or how often a
+    value is the answer, but not whether two fields belong together, which is exactly a
+    fact. Returns ``{"accuracy", "macro_f1", "predictions"}``.
     """
     import numpy as np
     from scipy.sparse import hstack
@@ -474,21 +688,38 @@ def surface_baseline(task: Task, ngrams: tuple[int, int] = (1, 4), C: float = 1.
     from .finetune import scores
 
     train_fields, test_fields = _fields(task, task.train), _fields(task, task.test)
-    vectorizers = [CountVectorizer(analyzer="char", ngram_range=ngrams, binary=True, lowercase=False).fit(f)
-                   for f in train_fields]
-    X_train = hstack([v.transform(f) for v, f in zip(vectorizers, train_fields)]).tocsr()
+    vectorizers = [
+        CountVectorizer(
+            analyzer="char", ngram_range=ngrams, binary=True, lowercase=False
+        ).fit(f)
+        for f in train_fields
+    ]
+    X_train = hstack(
+        [v.transform(f) for v, f in zip(vectorizers, train_fields)]
+    ).tocsr()
     X_test = hstack([v.transform(f) for v, f in zip(vectorizers, test_fields)]).tocsr()
-    # A tight tolerance: on a balanced pair task the gradient at zero is tiny, and the default
-    # stops before the first step (a constant "baseline" would measure nothing).
+    # A tight tolerance: on a balanced pair task the gradient at zero is tiny, and the
+    # default # stops before the first step (a constant "baseline" would measure
+    # nothing).
     clf = LogisticRegression(C=C, max_iter=5000, tol=1e-8)
     labels = np.array([e["label"] for e in task.test])
-    with threadpool_limits(1):  # BLAS threads spinning on a busy 2-core machine: 50x slower
+    # BLAS threads spinning on a busy 2-core machine: 50x slower
+    with threadpool_limits(1):
         if task.kind == "choice":
-            right = np.array([int(i == e["label"]) for e in task.train for i in range(len(e["endings"]))])
+            right = np.array(
+                [
+                    int(i == e["label"])
+                    for e in task.train
+                    for i in range(len(e["endings"]))
+                ]
+            )
             clf.fit(X_train, right)
             score = clf.decision_function(X_test).reshape(len(task.test), -1)  # (N, C)
             predictions = score.argmax(1)
         else:
             clf.fit(X_train, [e["label"] for e in task.train])
             predictions = clf.predict(X_test)
-    return {**scores(predictions, labels, task.n_labels), "predictions": predictions.tolist()}
+    return {
+        **scores(predictions, labels, task.n_labels),
+        "predictions": predictions.tolist(),
+    }

@@ -1,12 +1,13 @@
 """Small sequence-to-sequence tasks whose answers are known exactly.
 
-``DateTask`` rewrites dates written the way people write them ("April 5, 2023", "5 Apr 2023",
-"05.04.2023") into ISO 8601 ("2023-04-05"). A model must learn to read month names, reorder fields
-and pad days with zeros: long enough to need attention over the whole source, small enough to learn
-in a minute on a CPU. Characters are the tokens.
+``DateTask`` rewrites dates written the way people write them ("April 5, 2023", "5 Apr
+2023", "05.04.2023") into ISO 8601 ("2023-04-05"). A model must learn to read month
+names, reorder fields and pad days with zeros: long enough to need attention over the
+whole source, small enough to learn in a minute on a CPU. Characters are the tokens.
 
 Chapter: ``chapters/transformer.ipynb``.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -18,13 +19,29 @@ from .output import IGNORE
 
 __all__ = ["CharVocab", "DateTask"]
 
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December"]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 FORMATS = {
-    "long": lambda d: f"{MONTHS[d.month - 1]} {d.day}, {d.year}",            # April 5, 2023
-    "british": lambda d: f"{d.day} {MONTHS[d.month - 1]} {d.year}",          # 5 April 2023
-    "short": lambda d: f"{d.day} {MONTHS[d.month - 1][:3]} {d.year}",        # 5 Apr 2023
-    "dotted": lambda d: f"{d.day:02d}.{d.month:02d}.{d.year}",               # 05.04.2023
+    # April 5, 2023
+    "long": lambda d: f"{MONTHS[d.month - 1]} {d.day}, {d.year}",
+    # 5 April 2023
+    "british": lambda d: f"{d.day} {MONTHS[d.month - 1]} {d.year}",
+    # 5 Apr 2023
+    "short": lambda d: f"{d.day} {MONTHS[d.month - 1][:3]} {d.year}",
+    # 05.04.2023
+    "dotted": lambda d: f"{d.day:02d}.{d.month:02d}.{d.year}",
 }
 
 
@@ -35,7 +52,9 @@ class CharVocab:
 
     def __init__(self, chars: str):
         if not chars:
-            raise ValueError("chars must be a non-empty string of the characters to model")
+            raise ValueError(
+                "chars must be a non-empty string of the characters to model"
+            )
         self.itos = list(self.specials) + sorted(set(chars))
         self.stoi = {s: i for i, s in enumerate(self.itos)}
         self.pad_id, self.bos_id, self.eos_id = 0, 1, 2
@@ -51,7 +70,7 @@ class CharVocab:
 
     def decode(self, ids) -> str:
         out = []
-        for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+        for i in ids.tolist() if isinstance(ids, torch.Tensor) else ids:
             if i == self.eos_id:
                 break
             if i >= len(self.specials):
@@ -62,20 +81,24 @@ class CharVocab:
 class DateTask:
     """Pairs (human-written date, ISO date) drawn from 1900-2099, seeded.
 
-    Every tenth day (counted from 1 January 1900) belongs to the test split and is never drawn for
-    training, so test accuracy measures dates the model has not seen in any format.
-    ``batch(n, rng)`` returns dict(src, tgt_in, tgt_out) of padded LongTensors, the input format a
-    :class:`ptlm_lite.transformer.Transformer` takes.
+    Every tenth day (counted from 1 January 1900) belongs to the test split and is never
+    drawn for training, so test accuracy measures dates the model has not seen in any
+    format. ``batch(n, rng)`` returns dict(src, tgt_in, tgt_out) of padded LongTensors,
+    the input format a :class:`ptlm_lite.transformer.Transformer` takes.
     """
 
     def __init__(self, formats=tuple(FORMATS)):
         bad = [f for f in formats if f not in FORMATS]
         if bad or not formats:
-            raise ValueError(f"formats must be a non-empty subset of {list(FORMATS)}, got {list(formats)}")
+            raise ValueError(
+                f"formats must be a non-empty subset of {list(FORMATS)}, got "
+                f"{list(formats)}"
+            )
         self.formats = tuple(formats)
         chars = "".join(MONTHS) + "0123456789 ,.-"
         self.vocab = CharVocab(chars)
-        self.src_len = max(len(FORMATS[f](dt.date(2000, 9, 30))) for f in self.formats)  # longest
+        # longest
+        self.src_len = max(len(FORMATS[f](dt.date(2000, 9, 30))) for f in self.formats)
         self.tgt_len = len("2000-09-30") + 1  # + EOS
 
     def sample(self, rng: random.Random, split: str = "train") -> tuple[str, str]:
@@ -94,9 +117,10 @@ class DateTask:
         tgt = torch.full((len(pairs), self.tgt_len + 1), v.pad_id)
         for i, (s, t) in enumerate(pairs):
             s_ids, t_ids = v.encode(s), [v.bos_id] + v.encode(t) + [v.eos_id]
-            src[i, :len(s_ids)] = torch.tensor(s_ids)
-            tgt[i, :len(t_ids)] = torch.tensor(t_ids)
-        tgt_out = tgt[:, 1:].masked_fill(tgt[:, 1:] == v.pad_id, IGNORE)  # padding does not count
+            src[i, : len(s_ids)] = torch.tensor(s_ids)
+            tgt[i, : len(t_ids)] = torch.tensor(t_ids)
+        # padding does not count
+        tgt_out = tgt[:, 1:].masked_fill(tgt[:, 1:] == v.pad_id, IGNORE)
         return {"src": src, "tgt_in": tgt[:, :-1], "tgt_out": tgt_out}
 
     def batch(self, n: int, rng: random.Random, split: str = "train") -> dict:
@@ -109,6 +133,10 @@ class DateTask:
         model.eval()
         device = next(model.parameters()).device
         src = self.encode_pairs(pairs)["src"].to(device)
-        out = model.generate(src, self.vocab.bos_id, self.vocab.eos_id, max_new_tokens=self.tgt_len)
+        out = model.generate(
+            src, self.vocab.bos_id, self.vocab.eos_id, max_new_tokens=self.tgt_len
+        )
         model.train(was_training)
-        return sum(self.vocab.decode(o) == t for o, (_, t) in zip(out, pairs)) / len(pairs)
+        return sum(self.vocab.decode(o) == t for o, (_, t) in zip(out, pairs)) / len(
+            pairs
+        )

@@ -1,12 +1,14 @@
 """A training loop that knows nothing about any particular model.
 
-``train(model, batches, steps=...)`` runs AdamW with a warm-up schedule, gradient clipping and a
-progress bar, and returns a :class:`History` of losses (and of evaluations, if an ``eval_fn`` is
-given). A batch is a dict of tensors passed as ``model(**batch)``, and the model's output has a
-``.loss`` (or pass ``loss_fn(model, batch) -> loss``).
+``train(model, batches, steps=...)`` runs AdamW with a warm-up schedule, gradient
+clipping and a progress bar, and returns a :class:`History` of losses (and of
+evaluations, if an ``eval_fn`` is given). A batch is a dict of tensors passed as
+``model(**batch)``, and the model's output has a ``.loss`` (or pass ``loss_fn(model,
+batch) -> loss``).
 
 Introduced in ``chapters/transformer.ipynb``; every chapter trains with it.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,13 +21,23 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-__all__ = ["set_seed", "auto_device", "lr_schedule", "train", "History", "count_parameters", "adamw"]
+__all__ = [
+    "set_seed",
+    "auto_device",
+    "lr_schedule",
+    "train",
+    "History",
+    "count_parameters",
+    "adamw",
+]
 
 
 def set_seed(seed: int) -> torch.Generator:
-    """Seed Python, NumPy and torch (all devices); return a torch.Generator seeded the same way.
+    """Seed Python, NumPy and torch (all devices); return a torch.Generator seeded the
+    same way.
 
-    Same seed, same numbers: on one machine and torch version, a chapter reproduces its results.
+    Same seed, same numbers: on one machine and torch version, a chapter reproduces its
+    results.
     """
     if not isinstance(seed, int):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
@@ -36,14 +48,21 @@ def set_seed(seed: int) -> torch.Generator:
 
 
 def auto_device(prefer: str | None = None) -> torch.device:
-    """The fastest device present: CUDA, then Apple's MPS, then the CPU (``prefer`` overrides)."""
+    """The fastest device present: CUDA, then Apple's MPS, then the CPU (``prefer``
+    overrides).
+    """
     if prefer is not None:
         if prefer not in ("cuda", "mps", "cpu") and not prefer.startswith("cuda:"):
-            raise ValueError(f"prefer must be 'cuda', 'cuda:N', 'mps' or 'cpu', got {prefer!r}")
+            raise ValueError(
+                f"prefer must be 'cuda', 'cuda:N', 'mps' or 'cpu', got {prefer!r}"
+            )
         return torch.device(prefer)
     if torch.cuda.is_available():
         return torch.device("cuda")
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+    if (
+        getattr(torch.backends, "mps", None) is not None
+        and torch.backends.mps.is_available()
+    ):
         return torch.device("mps")
     return torch.device("cpu")
 
@@ -58,19 +77,27 @@ def count_parameters(model: torch.nn.Module) -> int:
     return n
 
 
-def lr_schedule(name: str, warmup: int = 0, total: int | None = None) -> Callable[[int], float]:
+def lr_schedule(
+    name: str, warmup: int = 0, total: int | None = None
+) -> Callable[[int], float]:
     """A multiplier of the peak learning rate as a function of the step (1-based).
 
     * ``constant``: 1 after a linear warm-up;
-    * ``inverse_sqrt``: the Transformer paper's  lr = d^-0.5 · min(step^-0.5, step · warmup^-1.5),
-      rescaled so that its peak (at ``step == warmup``) is 1: min(step / warmup, √(warmup / step));
+    * ``inverse_sqrt``: the Transformer paper's  lr = d^-0.5 · min(step^-0.5, step ·
+      warmup^-1.5), rescaled so that its peak (at ``step == warmup``) is 1: min(step /
+      warmup, √(warmup / step));
     * ``linear``: warm up, then decay linearly to 0 at ``total`` (BERT);
     * ``cosine``: warm up, then a half cosine to 0 at ``total`` (GPT-2 and most since).
     """
     if not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative integer number of steps, got {warmup!r}")
+        raise ValueError(
+            f"warmup must be a non-negative integer number of steps, got {warmup!r}"
+        )
     if name in ("linear", "cosine") and (not isinstance(total, int) or total <= warmup):
-        raise ValueError(f"schedule {name!r} needs total (an integer > warmup={warmup}), got {total!r}")
+        raise ValueError(
+            f"schedule {name!r} needs total (an integer > warmup={warmup}), got "
+            f"{total!r}"
+        )
 
     def ramp(step):
         return min(1.0, step / warmup) if warmup else 1.0
@@ -78,24 +105,41 @@ def lr_schedule(name: str, warmup: int = 0, total: int | None = None) -> Callabl
     if name == "constant":
         return ramp
     if name == "inverse_sqrt":
-        return lambda step: ramp(step) if step <= warmup else math.sqrt(max(warmup, 1) / step)
+        return lambda step: (
+            ramp(step) if step <= warmup else math.sqrt(max(warmup, 1) / step)
+        )
     if name == "linear":
-        return lambda step: ramp(step) if step <= warmup else max(0.0, (total - step) / (total - warmup))
+        return lambda step: (
+            ramp(step)
+            if step <= warmup
+            else max(0.0, (total - step) / (total - warmup))
+        )
     if name == "cosine":
-        return lambda step: ramp(step) if step <= warmup else 0.5 * (
-            1 + math.cos(math.pi * min(1.0, (step - warmup) / (total - warmup))))
-    raise ValueError(f"unknown schedule {name!r}; choose 'constant', 'inverse_sqrt', 'linear' or 'cosine'")
+        return lambda step: (
+            ramp(step)
+            if step <= warmup
+            else 0.5
+            * (1 + math.cos(math.pi * min(1.0, (step - warmup) / (total - warmup))))
+        )
+    raise ValueError(
+        f"unknown schedule {name!r}; choose 'constant', 'inverse_sqrt', 'linear' or "
+        f"'cosine'"
+    )
 
 
 @dataclass
 class History:
-    """Losses per step, learning rates per step, and evaluations ``(step, {name: value})``."""
+    """Losses per step, learning rates per step, and evaluations ``(step, {name:
+    value})``.
+    """
+
     losses: list = field(default_factory=list)
     lrs: list = field(default_factory=list)
     evals: list = field(default_factory=list)
     grad_norms: list = field(default_factory=list)
     seconds: float = 0.0
-    compile_seconds: float | None = None  # train(compile=True): the first step, compiling included
+    # train(compile=True): the first step, compiling included
+    compile_seconds: float | None = None
 
     def smoothed(self, window: int = 20) -> np.ndarray:
         x = np.asarray(self.losses, dtype=float)
@@ -106,16 +150,24 @@ class History:
     def final_loss(self, window: int = 20) -> float:
         return float(np.mean(self.losses[-window:]))
 
-    def plot(self, ax=None, label: str | None = None, window: int = 20, log: bool = True):
+    def plot(
+        self, ax=None, label: str | None = None, window: int = 20, log: bool = True
+    ):
         """Loss curve (raw, faint; smoothed, solid). Returns the matplotlib Axes."""
         import matplotlib.pyplot as plt  # lazy: models never need matplotlib
 
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 3.2))
-        line, = ax.plot(np.arange(1, len(self.losses) + 1), self.losses, alpha=0.25, lw=0.8)
+        (line,) = ax.plot(
+            np.arange(1, len(self.losses) + 1), self.losses, alpha=0.25, lw=0.8
+        )
         s = self.smoothed(window)
-        ax.plot(np.arange(len(self.losses) - len(s) + 1, len(self.losses) + 1), s,
-                color=line.get_color(), label=label)
+        ax.plot(
+            np.arange(len(self.losses) - len(s) + 1, len(self.losses) + 1),
+            s,
+            color=line.get_color(),
+            label=label,
+        )
         ax.set_xlabel("step")
         ax.set_ylabel("training loss")
         if log:
@@ -127,9 +179,11 @@ class History:
 
 
 def adamw(params, lr: float, betas=(0.9, 0.98), device=None) -> torch.optim.Optimizer:
-    """AdamW with PyTorch's fused kernel where the device has one (CPU and CUDA): one pass over
-    all parameters instead of a loop of small ops, 4-5x faster per step on this book's models
-    (``benchmarks/README.md``). Falls back to the default implementation elsewhere."""
+    """AdamW with PyTorch's fused kernel where the device has one (CPU and CUDA): one
+    pass over all parameters instead of a loop of small ops, 4-5x faster per step on
+    this book's models (``benchmarks/README.md``). Falls back to the default
+    implementation elsewhere.
+    """
     device = torch.device(device or "cpu")
     if device.type in ("cpu", "cuda"):
         try:
@@ -153,7 +207,9 @@ def _default_loss(model, batch):
     out = model(**batch) if isinstance(batch, dict) else model(*batch)
     loss = out.loss if hasattr(out, "loss") else out[1]
     if loss is None:
-        raise ValueError("the model returned no loss: pass targets in the batch, or give loss_fn")
+        raise ValueError(
+            "the model returned no loss: pass targets in the batch, or give loss_fn"
+        )
     return loss
 
 
@@ -181,38 +237,52 @@ def train(
 ) -> History:
     """Train ``model`` for ``steps`` optimizer steps and return its :class:`History`.
 
-    ``batches`` is an iterable of batches (cycled if it runs out) or a function ``step -> batch``.
-    ``eval_fn(model) -> dict`` runs in eval mode under ``no_grad`` every ``eval_every`` steps and at
-    the end. ``callback(step, loss)`` is called after every step (live plots use it).
-    Non-finite losses stop training with an error rather than silently producing NaN weights.
+    ``batches`` is an iterable of batches (cycled if it runs out) or a function ``step
+    -> batch``. ``eval_fn(model) -> dict`` runs in eval mode under ``no_grad`` every
+    ``eval_every`` steps and at the end. ``callback(step, loss)`` is called after every
+    step (live plots use it). Non-finite losses stop training with an error rather than
+    silently producing NaN weights.
 
-    ``compile=True`` trains through ``torch.compile(model)`` (the first step's compile time is kept
-    apart in ``history.compile_seconds``; where compiling fails, a warning and the eager model). On
-    this book's CPU models it does not pay: measured in ``benchmarks/README.md``.
+    ``compile=True`` trains through ``torch.compile(model)`` (the first step's compile
+    time is kept apart in ``history.compile_seconds``; where compiling fails, a warning
+    and the eager model). On this book's CPU models it does not pay: measured in
+    ``benchmarks/README.md``.
 
-    ``seed`` fixes what happens during training (batches drawn from torch's generator, dropout);
-    the initial weights are fixed where the model is built: ``GPT(config, seed=0)``, or
-    :func:`set_seed` before building it.
+    ``seed`` fixes what happens during training (batches drawn from torch's generator,
+    dropout); the initial weights are fixed where the model is built: ``GPT(config,
+    seed=0)``, or :func:`set_seed` before building it.
     """
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr!r}")
     if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
-        raise ValueError(f"eval_every must be a positive integer or None, got {eval_every!r}")
+        raise ValueError(
+            f"eval_every must be a positive integer or None, got {eval_every!r}"
+        )
     multiplier = lr_schedule(schedule, warmup, steps)
     if seed is not None:
         set_seed(seed)
-    device = torch.device(device) if device is not None else next(model.parameters()).device
+    device = (
+        torch.device(device) if device is not None else next(model.parameters()).device
+    )
     model.to(device)
     loss_fn = loss_fn or _default_loss
 
     if optimizer is None:
-        # No weight decay on biases, LayerNorm gains and embeddings' 1-D params (the usual recipe).
+        # No weight decay on biases, LayerNorm gains and embeddings' 1-D params (the
+        # usual recipe).
         decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
         no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
-        optimizer = adamw([{"params": decay, "weight_decay": weight_decay},
-                           {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=betas, device=device)
+        optimizer = adamw(
+            [
+                {"params": decay, "weight_decay": weight_decay},
+                {"params": no_decay, "weight_decay": 0.0},
+            ],
+            lr=lr,
+            betas=betas,
+            device=device,
+        )
     for g in optimizer.param_groups:
         g["initial_lr"] = g.get("initial_lr", g["lr"])
 
@@ -229,6 +299,7 @@ def train(
                     yield b
                 if empty:
                     raise ValueError("batches is empty: give at least one batch")
+
         it = cycle()
         get_batch = lambda step: next(it)  # noqa: E731
 
@@ -237,6 +308,7 @@ def train(
     bar = None
     if progress:
         from tqdm.auto import tqdm
+
         bar = tqdm(total=steps, desc=desc, leave=True, mininterval=0.5)
     start = time.perf_counter()
     model.train()
@@ -245,13 +317,19 @@ def train(
         for g in optimizer.param_groups:
             g["lr"] = g["initial_lr"] * m
         batch = _to(get_batch(step), device)
-        if compile and step == 1:  # the first call compiles: timed apart, eager if it fails
+        # the first call compiles: timed apart, eager if it fails
+        if compile and step == 1:
             t0 = time.perf_counter()
             try:
                 loss = loss_fn(run_model, batch)
-            except Exception as e:  # noqa: BLE001 - any compiler failure: fall back, say so
+            # noqa: BLE001 - any compiler failure: fall back, say so
+            except Exception as e:
                 import warnings
-                warnings.warn(f"torch.compile failed ({type(e).__name__}: {e}); training the eager model")
+
+                warnings.warn(
+                    f"torch.compile failed ({type(e).__name__}: {e}); training the "
+                    f"eager model"
+                )
                 run_model = model
                 loss = loss_fn(model, batch)
             hist.compile_seconds = time.perf_counter() - t0
@@ -259,11 +337,15 @@ def train(
             loss = loss_fn(run_model, batch)
         if not torch.isfinite(loss):
             raise FloatingPointError(
-                f"loss became {loss.item()} at step {step}: lower lr (now {lr * m:.3g}), add warm-up, "
-                f"or check the inputs")
+                f"loss became {loss.item()} at step {step}: lower lr (now "
+                f"{lr * m:.3g}), add warm-up, "
+                f"or check the inputs"
+            )
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        gn = torch.nn.utils.clip_grad_norm_(model.parameters(), clip if clip else float("inf"))
+        gn = torch.nn.utils.clip_grad_norm_(
+            model.parameters(), clip if clip else float("inf")
+        )
         optimizer.step()
         hist.losses.append(loss.item())
         hist.lrs.append(lr * m)
@@ -274,7 +356,9 @@ def train(
             bar.update(1)
             if step % 10 == 0 or step == steps:
                 bar.set_postfix(loss=f"{hist.losses[-1]:.3f}", refresh=False)
-        if eval_fn is not None and ((eval_every and step % eval_every == 0) or step == steps):
+        if eval_fn is not None and (
+            (eval_every and step % eval_every == 0) or step == steps
+        ):
             if not hist.evals or hist.evals[-1][0] != step:
                 model.eval()
                 with torch.no_grad():

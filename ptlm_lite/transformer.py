@@ -1,15 +1,19 @@
-"""The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017).
+"""The encoder-decoder Transformer of "Attention Is All You Need" (Vaswani et al.,
+2017).
 
     source ──Embeddings──► encoder Stack(padding mask) ──► memory
-    target ──Embeddings──► decoder Stack(causal ∧ padding mask, cross-attention to memory) ──► logits
+    target ──Embeddings──► decoder Stack(causal ∧ padding mask,
+                                         cross-attention to memory) ──► logits
 
-The three masks are the model: padding (encoder), causal ∧ padding (decoder self-attention) and
-cross (decoder queries see every real source token). Everything else is shared with every other
-model in the book (:mod:`ptlm_lite.stack`, :mod:`ptlm_lite.layers`). Targets use the book's one
-ignore index, ``IGNORE`` = −100, for padding.
+The three masks are the model: padding (encoder), causal ∧ padding (decoder
+self-attention) and cross (decoder queries see every real source token). Everything else
+is shared with every other model in the book (:mod:`ptlm_lite.stack`,
+:mod:`ptlm_lite.layers`). Targets use the book's one ignore index, ``IGNORE`` = −100,
+for padding.
 
 Chapter: ``chapters/transformer.ipynb``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -25,13 +29,15 @@ __all__ = ["Transformer", "label_smoothed_loss"]
 
 
 def label_smoothed_loss(logits, targets, eps: float = 0.0, ignore_index: int = IGNORE):
-    """Cross-entropy against a target distribution with 1-ε on the right token and ε spread over all.
+    """Cross-entropy against a target distribution with 1-ε on the right token and ε
+    spread over all.
 
         loss = (1 - ε) · (-log p[y]) + ε · mean_v(-log p[v])
 
-    With ε = 0.1 the model is never rewarded for pushing p[y] to 1, which the paper found hurts
-    perplexity but helps BLEU. Equal to ``F.cross_entropy(..., label_smoothing=ε)`` (a test checks).
-    logits: (N, V), targets: (N,); positions equal to ``ignore_index`` do not count.
+    With ε = 0.1 the model is never rewarded for pushing p[y] to 1, which the paper
+    found hurts perplexity but helps BLEU. Equal to ``F.cross_entropy(...,
+    label_smoothing=ε)`` (a test checks). logits: (N, V), targets: (N,); positions equal
+    to ``ignore_index`` do not count.
     """
     check_targets(targets, logits.shape[-1])
     logp = logits.float().log_softmax(dim=-1)
@@ -43,17 +49,28 @@ def label_smoothed_loss(logits, targets, eps: float = 0.0, ignore_index: int = I
 
 
 class Transformer(Model):
-    """Encoder-decoder with one shared vocabulary; ``tie_weights`` shares the embedding matrix
-    between source, target and the output projection (the paper's three-way tying)."""
+    """Encoder-decoder with one shared vocabulary; ``tie_weights`` shares the embedding
+    matrix between source, target and the output projection (the paper's three-way
+    tying).
+    """
 
     def __init__(self, config: Config, seed: int | None = None):
         super().__init__(config, seed)
         self.embed = Embeddings(config, scale=True)
         self.encoder = Stack(config)
         self.decoder = Stack(config, cross=True)
-        # Pre-LN leaves the residual stream un-normalised: one final LayerNorm per stack.
-        self.ln_enc = nn.LayerNorm(config.d_model, eps=config.ln_eps) if config.pre_norm else nn.Identity()
-        self.ln_dec = nn.LayerNorm(config.d_model, eps=config.ln_eps) if config.pre_norm else nn.Identity()
+        # Pre-LN leaves the residual stream un-normalised: one final LayerNorm per
+        # stack.
+        self.ln_enc = (
+            nn.LayerNorm(config.d_model, eps=config.ln_eps)
+            if config.pre_norm
+            else nn.Identity()
+        )
+        self.ln_dec = (
+            nn.LayerNorm(config.d_model, eps=config.ln_eps)
+            if config.pre_norm
+            else nn.Identity()
+        )
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_weights:
             self.head.weight = self.embed.tok.weight
@@ -66,48 +83,81 @@ class Transformer(Model):
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
         elif isinstance(m, nn.Embedding):
-            nn.init.normal_(m.weight, std=m.embedding_dim ** -0.5)
+            nn.init.normal_(m.weight, std=m.embedding_dim**-0.5)
 
     def encode(self, src, mask=None, return_attention=False):
         """src: (B, S) ids -> memory (B, S, D), src_valid (B, S), encoder attentions."""
         src_valid = src != self.config.pad_id
         if mask is None:
             mask = masks.padding_mask(src_valid)  # (B, 1, S): nobody attends to padding
-        out = self.encoder(self.embed(src), mask=mask, return_attention=return_attention)
+        out = self.encoder(
+            self.embed(src), mask=mask, return_attention=return_attention
+        )
         return self.ln_enc(out.x), src_valid, out.attentions
 
     def decode(self, tgt, memory, src_valid, mask=None, return_attention=False):
-        """tgt: (B, T) ids (starting with BOS) -> logits (B, T, V), self and cross attentions."""
+        """tgt: (B, T) ids (starting with BOS) -> logits (B, T, V), self and cross
+        attentions.
+        """
         if mask is None:
-            mask = masks.combine(masks.causal_mask(tgt.shape[1], device=tgt.device),  # (T, T)
-                                 masks.padding_mask(tgt != self.config.pad_id))        # (B, 1, T)
-        cross = masks.cross_mask(src_valid, tgt.shape[1])                              # (B, T, S)
-        out = self.decoder(self.embed(tgt), mask=mask, context=memory, context_mask=cross,
-                           return_attention=return_attention)
+            # (T, T)
+            mask = masks.combine(
+                masks.causal_mask(tgt.shape[1], device=tgt.device),
+                # (B, 1, T)
+                masks.padding_mask(tgt != self.config.pad_id),
+            )
+        # (B, T, S)
+        cross = masks.cross_mask(src_valid, tgt.shape[1])
+        out = self.decoder(
+            self.embed(tgt),
+            mask=mask,
+            context=memory,
+            context_mask=cross,
+            return_attention=return_attention,
+        )
         return self.head(self.ln_dec(out.x)), out.attentions, out.cross
 
     def forward(self, src, tgt_in, tgt_out=None, return_attention=False) -> Output:
-        """Teacher forcing: ``tgt_in`` is the target shifted right (BOS first), ``tgt_out`` the
-        target itself, ``IGNORE`` (−100) where it does not count (padding)."""
+        """Teacher forcing: ``tgt_in`` is the target shifted right (BOS first),
+        ``tgt_out`` the target itself, ``IGNORE`` (−100) where it does not count
+        (padding).
+        """
         memory, src_valid, enc = self.encode(src, return_attention=return_attention)
-        logits, dec, cross = self.decode(tgt_in, memory, src_valid, return_attention=return_attention)
+        logits, dec, cross = self.decode(
+            tgt_in, memory, src_valid, return_attention=return_attention
+        )
         loss = None
         if tgt_out is not None:
             if tgt_out.shape != tgt_in.shape:
-                raise ValueError(f"tgt_out must have the shape of tgt_in {tuple(tgt_in.shape)}, got {tuple(tgt_out.shape)}")
-            loss = label_smoothed_loss(logits.flatten(0, 1), tgt_out.flatten(), self.config.label_smoothing)
-        attentions = {"encoder": enc, "decoder": dec, "cross": cross} if return_attention else None
+                raise ValueError(
+                    f"tgt_out must have the shape of tgt_in {tuple(tgt_in.shape)}, got "
+                    f"{tuple(tgt_out.shape)}"
+                )
+            loss = label_smoothed_loss(
+                logits.flatten(0, 1), tgt_out.flatten(), self.config.label_smoothing
+            )
+        attentions = (
+            {"encoder": enc, "decoder": dec, "cross": cross}
+            if return_attention
+            else None
+        )
         return Output(logits, loss, attentions)
 
     @torch.no_grad()
-    def generate(self, src, bos_id: int, eos_id: int, max_new_tokens: int | None = None):
-        """Greedy decoding: feed back the most likely token until EOS (or the length limit).
+    def generate(
+        self, src, bos_id: int, eos_id: int, max_new_tokens: int | None = None
+    ):
+        """Greedy decoding: feed back the most likely token until EOS (or the length
+        limit).
 
         Returns (B, T) ids without the BOS; positions after an EOS are padded.
         """
         max_new_tokens = max_new_tokens or self.config.max_len - 1
         if not 1 <= max_new_tokens < self.config.max_len:
-            raise ValueError(f"max_new_tokens must be in [1, max_len={self.config.max_len}), got {max_new_tokens}")
+            raise ValueError(
+                f"max_new_tokens must be in [1, max_len={self.config.max_len}), got "
+                f"{max_new_tokens}"
+            )
         memory, src_valid, _ = self.encode(src)
         out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)

@@ -6,22 +6,27 @@
 
 What and why:
 
-* ``@jupyter-widgets/html-manager`` (1.0.x, the match for ipywidgets 8.1): ``embed-amd.js``
-  renders the widget state stored in executed notebooks, plus its icon fonts.
+* ``@jupyter-widgets/html-manager`` (1.0.x, the match for ipywidgets 8.1):
+  ``embed-amd.js`` renders the widget state stored in executed notebooks, plus its icon
+  fonts.
 * ``requirejs``: embed-amd.js and bertviz are AMD modules.
-* ``d3@5`` and ``jquery@3``: bertviz asks require.js for ``d3`` and ``jquery`` (d3 is UMD and
-  registers itself as an AMD module when require.js loads it, which is what bertviz expects).
-* ``mathjax@3``: ``tex-mml-chtml.js`` and the folders it loads lazily (``mathjax_path`` in
-  ``_config.yml``); Sphinx would otherwise load MathJax from a CDN on every page with math.
+* ``d3@5`` and ``jquery@3``: bertviz asks require.js for ``d3`` and ``jquery`` (d3 is
+  UMD and registers itself as an AMD module when require.js loads it, which is what
+  bertviz expects).
+* ``mathjax@3``: ``tex-mml-chtml.js`` and the folders it loads lazily (``mathjax_path``
+  in ``_config.yml``); Sphinx would otherwise load MathJax from a CDN on every page with
+  math.
 * ``ptlm-book.js`` (ours, written below): tells our bertviz bridge where these files are
   (``window.ptlmBookJs.base``), so it never falls back to a CDN inside the book.
 
-The versions come from book/package.json + book/package-lock.json (``npm ci``). Third-party files
-are copied, never committed: book/js/ is git-ignored. ``_config.yml`` serves book/js/ as a static
-path (``html_static_path``), so book/js/vendor/x.js is ``_static/vendor/x.js`` in the site; the
-folder is deliberately not called ``_static`` (Jupyter Book would then add every .js in it to
-every page, in an order that breaks require.js).
+The versions come from book/package.json + book/package-lock.json (``npm ci``).
+Third-party files are copied, never committed: book/js/ is git-ignored. ``_config.yml``
+serves book/js/ as a static path (``html_static_path``), so book/js/vendor/x.js is
+``_static/vendor/x.js`` in the site; the folder is deliberately not called ``_static``
+(Jupyter Book would then add every .js in it to every page, in an order that breaks
+require.js).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,11 +50,13 @@ FILES = [
     ("d3", "dist/d3.min.js", "d3.min.js"),
     ("jquery", "dist/jquery.min.js", "jquery.min.js"),
 ]
-# MathJax 3 (Sphinx's default math renderer loads it from a CDN): the combined file plus the
-# folders it lazy-loads from its own location (TeX extensions, fonts, menu, accessibility).
+# MathJax 3 (Sphinx's default math renderer loads it from a CDN): the combined file plus
+# the # folders it lazy-loads from its own location (TeX extensions, fonts, menu,
+# accessibility).
 MATHJAX_FILES = ["tex-mml-chtml.js"]
 MATHJAX_DIRS = ["input", "output", "ui", "a11y", "adaptors", "sre"]
-FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")  # embed-amd.js loads these next to itself
+# embed-amd.js loads these next to itself
+FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
 LICENSES = ("LICENSE", "LICENSE.txt", "LICENSE.md")
 
 PTLM_BOOK_JS = """\
@@ -96,10 +103,15 @@ PTLM_BOOK_JS = """\
 def run_npm_ci() -> None:
     npm = shutil.which("npm")
     if npm is None:
-        sys.exit("scripts/assets.py: npm not found. Install Node.js (e.g. `apt-get install nodejs npm`), "
-                 "then run this again.")
+        sys.exit(
+            "scripts/assets.py: npm not found. Install Node.js (e.g. `apt-get install "
+            "nodejs npm`), "
+            "then run this again."
+        )
     print("assets: npm ci (book/) ...", flush=True)
-    r = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=BOOK)
+    r = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=BOOK
+    )
     if r.returncode != 0:
         sys.exit(f"scripts/assets.py: `npm ci` failed in {BOOK} (exit {r.returncode})")
 
@@ -108,11 +120,18 @@ def installed_matches_lock() -> bool:
     """node_modules is there and holds exactly the versions in package-lock.json."""
     lock = json.loads((BOOK / "package-lock.json").read_text())
     if not (BOOK / "package-lock.json").exists():
-        sys.exit("scripts/assets.py: book/package-lock.json is missing (run `npm install` in book/ once)")
+        sys.exit(
+            "scripts/assets.py: book/package-lock.json is missing (run `npm install` "
+            "in book/ once)"
+        )
     for name in json.loads((BOOK / "package.json").read_text())["dependencies"]:
         want = lock["packages"].get(f"node_modules/{name}", {}).get("version")
         pj = NODE / name / "package.json"
-        if want is None or not pj.exists() or json.loads(pj.read_text())["version"] != want:
+        if (
+            want is None
+            or not pj.exists()
+            or json.loads(pj.read_text())["version"] != want
+        ):
             return False
     return True
 
@@ -126,7 +145,10 @@ def copy_all() -> list[Path]:
     for pkg, rel, name in FILES:
         src = NODE / pkg / rel
         if not src.exists():
-            sys.exit(f"scripts/assets.py: {src} is missing; delete book/node_modules and run again")
+            sys.exit(
+                f"scripts/assets.py: {src} is missing; delete book/node_modules and "
+                f"run again"
+            )
         shutil.copyfile(src, VENDOR / name)
         written.append(VENDOR / name)
         meta = json.loads((NODE / pkg / "package.json").read_text())
@@ -138,7 +160,9 @@ def copy_all() -> list[Path]:
         else:  # some packages ship no licence file; record what package.json declares
             (VENDOR / "licenses" / f"{stem}-LICENSE.txt").write_text(
                 f"{pkg} {meta['version']}: license {meta.get('license', 'unknown')} "
-                f"(declared in its package.json); see {meta.get('homepage', 'https://www.npmjs.com/package/' + pkg)}\n")
+                f"(declared in its package.json); see "
+                f"{meta.get('homepage', 'https://www.npmjs.com/package/' + pkg)}\n"
+            )
     for font in (NODE / HTML_MANAGER / "dist").iterdir():
         if font.suffix in FONT_SUFFIXES:
             shutil.copyfile(font, VENDOR / font.name)
@@ -151,7 +175,10 @@ def copy_all() -> list[Path]:
         shutil.copytree(mj_src / name, mj_dst / name)
     written += [p for p in mj_dst.rglob("*") if p.is_file()]
     meta = json.loads((NODE / "mathjax" / "package.json").read_text())
-    shutil.copyfile(NODE / "mathjax" / "LICENSE", VENDOR / "licenses" / f"mathjax-{meta['version']}-LICENSE")
+    shutil.copyfile(
+        NODE / "mathjax" / "LICENSE",
+        VENDOR / "licenses" / f"mathjax-{meta['version']}-LICENSE",
+    )
     (OUT / "ptlm-book.js").write_text(PTLM_BOOK_JS)
     written.append(OUT / "ptlm-book.js")
     return written
@@ -159,31 +186,43 @@ def copy_all() -> list[Path]:
 
 def check() -> list[str]:
     missing = [f"vendor/{name}" for _, _, name in FILES if not (VENDOR / name).exists()]
-    missing += [f"vendor/mathjax/{n}" for n in MATHJAX_FILES if not (VENDOR / "mathjax" / n).exists()]
+    missing += [
+        f"vendor/mathjax/{n}"
+        for n in MATHJAX_FILES
+        if not (VENDOR / "mathjax" / n).exists()
+    ]
     if not (OUT / "ptlm-book.js").exists():
         missing.append("ptlm-book.js")
     return missing
 
 
-# ----------------------------------------------------------------------------------------------
-# This file is also a tiny Sphinx extension (``sphinx.local_extensions`` in _config.yml):
-# ----------------------------------------------------------------------------------------------
+# ---------------------------------------------------------------------------------- #
+# This file is also a tiny Sphinx extension (``sphinx.local_extensions`` in
+# _config.yml): #
+# ----------------------------------------------------------------------------------
 def _check_assets(app) -> None:
-    """Fail the build, loudly, when book/js/ was not filled: pages would silently need a CDN."""
+    """Fail the build, loudly, when book/js/ was not filled: pages would silently need a
+    CDN.
+    """
     if app.builder.format != "html":
         return
     missing = check()
     if missing:
         from sphinx.errors import ExtensionError
 
-        raise ExtensionError("book/js/ is incomplete (missing " + ", ".join(missing)
-                             + "): run `python scripts/assets.py` before `jupyter-book build .`")
+        raise ExtensionError(
+            "book/js/ is incomplete (missing "
+            + ", ".join(missing)
+            + "): run `python scripts/assets.py` before `jupyter-book build .`"
+        )
 
 
 def _dedupe_inline_scripts(app, pagename, templatename, context, doctree) -> None:
     """Sphinx 7.4 emits inline scripts that extensions add after builder init twice (the
-    registry keeps filename None, the builder ''), e.g. sphinx-thebe's ``const THEBE_JS_URL``,
-    which then throws "Identifier has already been declared" on every page."""
+    registry keeps filename None, the builder ''), e.g. sphinx-thebe's ``const
+    THEBE_JS_URL``, which then throws "Identifier has already been declared" on every
+    page.
+    """
     scripts = context.get("script_files")
     if not isinstance(scripts, list):
         return
@@ -209,8 +248,10 @@ def _stamp() -> str:
 
 
 def _outdated_when_assets_change(app, env, added, changed, removed):
-    """An incremental build with no changed page skips writing, and with it the copy of static
-    files: after the assets change, rewrite every page so the new files reach _build/html."""
+    """An incremental build with no changed page skips writing, and with it the copy of
+    static files: after the assets change, rewrite every page so the new files reach
+    _build/html.
+    """
     stamp = _stamp()
     if getattr(env, "ptlm_assets_stamp", None) != stamp:
         env.ptlm_assets_stamp = stamp
@@ -220,12 +261,18 @@ def _outdated_when_assets_change(app, env, added, changed, removed):
 
 def _fonts_next_to_pages(app, exception) -> None:
     """Some widgets (sliders) make the widget manager's CSS ask for its icon fonts at
-    ``<page folder>/@jupyter-widgets/<hash>.woff2``, whatever require.js is told: put a copy there."""
+    ``<page folder>/@jupyter-widgets/<hash>.woff2``, whatever require.js is told: put a
+    copy there.
+    """
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir)
     fonts = [f for f in VENDOR.iterdir() if f.suffix in FONT_SUFFIXES]
-    folders = {p.parent for p in out.rglob("*.html") if not p.relative_to(out).parts[0].startswith("_")}
+    folders = {
+        p.parent
+        for p in out.rglob("*.html")
+        if not p.relative_to(out).parts[0].startswith("_")
+    }
     for folder in folders:
         target = folder / "@jupyter-widgets"
         target.mkdir(exist_ok=True)
@@ -243,12 +290,18 @@ def setup(app):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--check", action="store_true", help="only check that book/js/ is complete")
+    ap.add_argument(
+        "--check", action="store_true", help="only check that book/js/ is complete"
+    )
     args = ap.parse_args(argv)
     if args.check:
         missing = check()
         if missing:
-            print("book/js/ is incomplete, missing: " + ", ".join(missing) + "; run python scripts/assets.py")
+            print(
+                "book/js/ is incomplete, missing: "
+                + ", ".join(missing)
+                + "; run python scripts/assets.py"
+            )
             return 1
         print("book/js/ is complete")
         return 0
@@ -256,7 +309,9 @@ def main(argv=None) -> int:
         run_npm_ci()
     written = copy_all()
     size = sum(p.stat().st_size for p in written)
-    print(f"assets: {len(written)} files, {size / 1e6:.1f} MB in {OUT.relative_to(ROOT)}/")
+    print(
+        f"assets: {len(written)} files, {size / 1e6:.1f} MB in {OUT.relative_to(ROOT)}/"
+    )
     return 0
 
 

@@ -1,26 +1,30 @@
-"""Execute chapters in place, storing outputs and widget state, so the book builds from them.
+"""Execute chapters in place, storing outputs and widget state, so the book builds from
+them.
 
     python scripts/execute.py                 # every notebook in _toc.yml that is stale
     python scripts/execute.py --all           # every notebook in _toc.yml, stale or not
     python scripts/execute.py chapters/gpt.ipynb [...]   # these, whatever their state
     python scripts/execute.py --check [...]   # list the stale ones and why; exit 1 if any
 
-A notebook is stale when its own code changed or a ptlm_lite module that it actually imported
-changed. After a successful run the kernel is asked which ptlm_lite modules it loaded (the package
-loads its submodules lazily, so that is what the chapter used, plus ptlm_lite/__init__.py and
-ptlm_lite/runtime.py, which are always imported); the notebook's metadata["ptlm_book"] records
+A notebook is stale when its own code changed or a ptlm_lite module that it actually
+imported changed. After a successful run the kernel is asked which ptlm_lite modules it
+loaded (the package loads its submodules lazily, so that is what the chapter used, plus
+ptlm_lite/__init__.py and ptlm_lite/runtime.py, which are always imported); the
+notebook's metadata["ptlm_book"] records
 
     code_hash   hash of the cells' types and sources
     modules     {module name: sha256 of its file, 16 hex digits}, only files inside ptlm_lite/
     seconds     how long the run took
 
-and the notebook is stale when the code hash differs, when a recorded module's file changed or is
-gone, or when there is no such record (old metadata with only an input_hash is stale once).
+and the notebook is stale when the code hash differs, when a recorded module's file
+changed or is gone, or when there is no such record (old metadata with only an
+input_hash is stale once).
 
-Execution runs offline in a fresh kernel (nbclient stores the widget state that the static book
-needs) and fails loudly on any error: the notebook file is replaced only after a successful run
-(written to a temporary file, then renamed).
+Execution runs offline in a fresh kernel (nbclient stores the widget state that the
+static book needs) and fails loudly on any error: the notebook file is replaced only
+after a successful run (written to a temporary file, then renamed).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,13 +39,17 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGE = "ptlm_lite"   # the package whose modules are tracked; its directory is ROOT / PACKAGE
+# the package whose modules are tracked; its directory is ROOT / PACKAGE
+PACKAGE = "ptlm_lite"
 KEY = "ptlm_book"
 
-# Evaluated in the chapter's kernel after its last cell: {module name: file} for the package's
-# modules in sys.modules (a submodule imported by a module is there too).
-_PROBE = ("__import__('json').dumps({_n: getattr(_m, '__file__', None) for _n, _m in "
-          "list(__import__('sys').modules.items()) if _n == %(p)r or _n.startswith(%(p)r + '.')})")
+# Evaluated in the chapter's kernel after its last cell: {module name: file} for the
+# package's # modules in sys.modules (a submodule imported by a module is there too).
+_PROBE = (
+    "__import__('json').dumps({_n: getattr(_m, '__file__', None) for _n, _m in "
+    "list(__import__('sys').modules.items()) if _n == %(p)r or "
+    "_n.startswith(%(p)r + '.')})"
+)
 
 
 def package_dir() -> pathlib.Path:
@@ -51,7 +59,9 @@ def package_dir() -> pathlib.Path:
 def toc_notebooks() -> list[pathlib.Path]:
     toc = (ROOT / "_toc.yml").read_text()
     out = []
-    for name in re.findall(r"file:\s*([^\s#]+)", toc) + re.findall(r"root:\s*([^\s#]+)", toc):
+    for name in re.findall(r"file:\s*([^\s#]+)", toc) + re.findall(
+        r"root:\s*([^\s#]+)", toc
+    ):
         p = ROOT / (name if name.endswith(".ipynb") else name + ".ipynb")
         if p.exists():
             out.append(p)
@@ -72,32 +82,41 @@ def file_hash(path: pathlib.Path) -> str:
 
 
 def module_file(name: str) -> pathlib.Path | None:
-    """The file in this repository that module `name` (PACKAGE or PACKAGE.x.y) loads from, if any."""
+    """The file in this repository that module `name` (PACKAGE or PACKAGE.x.y) loads
+    from, if any.
+    """
     parts = name.split(".")
     if parts[0] != PACKAGE:
         return None
     base = package_dir().joinpath(*parts[1:])
-    for f in (base / "__init__.py", base.with_suffix(".py")):   # a package wins over a module
+    # a package wins over a module
+    for f in (base / "__init__.py", base.with_suffix(".py")):
         if f.is_file():
             return f
     return None
 
 
 def module_hashes(files: dict[str, str | None]) -> dict[str, str]:
-    """{name: file} reported by the kernel -> {name: hash} for the files inside the package dir."""
+    """{name: file} reported by the kernel -> {name: hash} for the files inside the
+    package dir.
+    """
     pkg = package_dir()
     out, outside = {}, []
     for name, file in sorted(files.items()):
         if not file:
-            continue                                # namespace package, builtin: nothing to hash
+            # namespace package, builtin: nothing to hash
+            continue
         f = pathlib.Path(file).resolve()
         if f.is_file() and f.is_relative_to(pkg):
             out[name] = file_hash(f)
         else:
             outside.append(f"{name} ({file})")
     if outside:
-        print(f"execute: warning: not tracked, loaded from outside {pkg}: {', '.join(outside)}",
-              file=sys.stderr)
+        print(
+            f"execute: warning: not tracked, loaded from outside {pkg}: "
+            f"{', '.join(outside)}",
+            file=sys.stderr,
+        )
     return out
 
 
@@ -106,7 +125,11 @@ def stale_reasons(path: pathlib.Path) -> list[str]:
     nb = json.loads(path.read_text())
     rec = nb.get("metadata", {}).get(KEY, {})
     if "code_hash" not in rec or not isinstance(rec.get("modules"), dict):
-        return ["old record: whole-package hash" if "input_hash" in rec else "no execution record"]
+        return [
+            "old record: whole-package hash"
+            if "input_hash" in rec
+            else "no execution record"
+        ]
     reasons = []
     if rec["code_hash"] != code_hash(nb):
         reasons.append("code changed")
@@ -138,34 +161,55 @@ def package_hash() -> str:
 
 
 def _run(nb, path: pathlib.Path, timeout: int) -> dict[str, str | None]:
-    """Execute every cell of `nb` in one fresh kernel; return the package modules it loaded."""
+    """Execute every cell of `nb` in one fresh kernel; return the package modules it
+    loaded.
+    """
     from nbclient import NotebookClient
 
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
-                            resources={"metadata": {"path": str(path.parent)}})
-    with client.setup_kernel():              # owns the kernel: shut down when this block ends
-        client.execute(cleanup_kc=False)     # every cell, language_info, widget state; raises on error
-        # Ask the same kernel, before it shuts down, which modules it loaded: a silent request with a
-        # user expression adds no cell, no output and no execution count to the notebook.
-        msg_id = client.kc.execute("", silent=True, store_history=False,
-                                   user_expressions={"modules": _PROBE % {"p": PACKAGE}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    # owns the kernel: shut down when this block ends
+    with client.setup_kernel():
+        # every cell, language_info, widget state; raises on error
+        client.execute(cleanup_kc=False)
+        # Ask the same kernel, before it shuts down, which modules it loaded: a silent
+        # request with a # user expression adds no cell, no output and no execution
+        # count to the notebook.
+        msg_id = client.kc.execute(
+            "",
+            silent=True,
+            store_history=False,
+            user_expressions={"modules": _PROBE % {"p": PACKAGE}},
+        )
         reply = client.wait_for_reply(msg_id)
-    result = ((reply or {}).get("content", {}).get("user_expressions") or {}).get("modules", {})
+    result = ((reply or {}).get("content", {}).get("user_expressions") or {}).get(
+        "modules", {}
+    )
     if result.get("status") != "ok":
-        raise RuntimeError(f"execute: could not list the kernel's {PACKAGE} modules: {result}")
+        raise RuntimeError(
+            f"execute: could not list the kernel's {PACKAGE} modules: {result}"
+        )
     return json.loads(ast.literal_eval(result["data"]["text/plain"]))
 
 
 def execute(path: pathlib.Path, _unused=None, timeout: int = 600) -> float:
-    """Execute `path` in place and record its staleness metadata; return the seconds it took.
+    """Execute `path` in place and record its staleness metadata; return the seconds it
+    took.
 
-    The second argument (formerly the package hash) is ignored; it is accepted for older callers.
+    The second argument (formerly the package hash) is ignored; it is accepted for older
+    callers.
     """
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
     env_before = dict(os.environ)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")           # offline first: nothing downloads
+    # offline first: nothing downloads
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     start = time.perf_counter()
@@ -176,7 +220,8 @@ def execute(path: pathlib.Path, _unused=None, timeout: int = 600) -> float:
         os.environ.update(env_before)
     seconds = time.perf_counter() - start
     rec = nb.metadata.setdefault(KEY, {})
-    rec.pop("input_hash", None)                            # the old whole-package record
+    # the old whole-package record
+    rec.pop("input_hash", None)
     rec["code_hash"] = code_hash(nb)
     rec["modules"] = module_hashes(files)
     rec["seconds"] = round(seconds, 1)
@@ -200,21 +245,38 @@ def _rel(p: pathlib.Path) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("notebooks", nargs="*", type=pathlib.Path,
-                    help="execute these (with --check: check these) instead of _toc.yml's")
-    ap.add_argument("--all", action="store_true", help="execute every notebook in _toc.yml")
-    ap.add_argument("--check", action="store_true",
-                    help="only list stale notebooks and why; exit 1 if any")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "notebooks",
+        nargs="*",
+        type=pathlib.Path,
+        help="execute these (with --check: check these) instead of _toc.yml's",
+    )
+    ap.add_argument(
+        "--all", action="store_true", help="execute every notebook in _toc.yml"
+    )
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="only list stale notebooks and why; exit 1 if any",
+    )
     args = ap.parse_args(argv)
-    candidates = [p.resolve() for p in args.notebooks] if args.notebooks else toc_notebooks()
+    candidates = (
+        [p.resolve() for p in args.notebooks] if args.notebooks else toc_notebooks()
+    )
     reasons = {p: stale_reasons(p) for p in candidates}
     if args.check:
         stale = [p for p in candidates if reasons[p]]
         for p in stale:
             print(f"stale: {_rel(p)} ({'; '.join(reasons[p])})")
         return 1 if stale else 0
-    todo = candidates if (args.notebooks or args.all) else [p for p in candidates if reasons[p]]
+    todo = (
+        candidates
+        if (args.notebooks or args.all)
+        else [p for p in candidates if reasons[p]]
+    )
     if not todo:
         print("execute: every notebook is up to date")
     for p in todo:

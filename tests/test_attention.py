@@ -1,4 +1,7 @@
-"""Attention: the fused and the explicit path agree, masks are obeyed, nothing becomes NaN."""
+"""Attention: the fused and the explicit path agree, masks are obeyed, nothing becomes
+NaN.
+"""
+
 import math
 
 import pytest
@@ -13,7 +16,14 @@ def qkv(B=2, H=3, Tq=5, Tk=5, d=8, seed=0):
     return [torch.randn(B, H, T, d, generator=g) for T in (Tq, Tk, Tk)]
 
 
-@pytest.mark.parametrize("mask", [None, masks.causal_mask(5), masks.padding_mask(torch.tensor([[1, 1, 1, 0, 0], [1] * 5]).bool())])
+@pytest.mark.parametrize(
+    "mask",
+    [
+        None,
+        masks.causal_mask(5),
+        masks.padding_mask(torch.tensor([[1, 1, 1, 0, 0], [1] * 5]).bool()),
+    ],
+)
 def test_fused_equals_explicit(mask):
     q, k, v = qkv()
     bias = torch.randn(1, 3, 5, 5)
@@ -53,12 +63,15 @@ def test_row_with_nothing_to_see_is_zero_not_nan():
     assert torch.isfinite(q.grad).all()
 
 
-@pytest.mark.parametrize("mask, words", [
-    (torch.ones(5, 5), "dtype torch.bool"),
-    (torch.ones(4, 5).bool(), "does not fit 5 queries and 5 keys"),
-    (torch.ones(5).bool(), "does not fit"),
-    ([[True]], "bool torch.Tensor"),
-])
+@pytest.mark.parametrize(
+    "mask, words",
+    [
+        (torch.ones(5, 5), "dtype torch.bool"),
+        (torch.ones(4, 5).bool(), "does not fit 5 queries and 5 keys"),
+        (torch.ones(5).bool(), "does not fit"),
+        ([[True]], "bool torch.Tensor"),
+    ],
+)
 def test_bad_mask(mask, words):
     q, k, v = qkv()
     with pytest.raises((TypeError, ValueError)) as e:

@@ -1,4 +1,7 @@
-"""The benchmark scripts run at a toy size and print their tables (no timing is asserted)."""
+"""The benchmark scripts run at a toy size and print their tables (no timing is
+asserted).
+"""
+
 import json
 import pathlib
 import subprocess
@@ -12,20 +15,38 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def test_bench_train_quick_prints_its_table(tmp_path):
     pytest.importorskip("transformers")
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_train.py"), "--quick",
-                           "--threads", "1", "--json", str(out)],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_train.py"),
+            "--quick",
+            "--threads",
+            "1",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = proc.stdout
     assert "6*N + 12*L*T*d" in text and "fp32 matmul" in text
     for model in ("GPT-2", "BERT-MLM"):
-        assert f"{model:<9} quick  ptlm_lite" in text and f"{model:<9} quick  transformers" in text
+        assert (
+            f"{model:<9} quick  ptlm_lite" in text
+            and f"{model:<9} quick  transformers" in text
+        )
     result = json.loads(out.read_text())
     assert {r["model"] for r in result["rows"]} == {"GPT-2", "BERT-MLM"}
     for r in result["rows"]:
         assert r["speedup"] > 0 and all(v["median"] > 0 for v in r["impl"].values())
     bert = next(r for r in result["rows"] if r["model"] == "BERT-MLM")
-    assert set(bert["flops_per_token"]) == {"all", "useful"} and 0 < bert["masked_fraction"] < 0.5
+    assert (
+        set(bert["flops_per_token"]) == {"all", "useful"}
+        and 0 < bert["masked_fraction"] < 0.5
+    )
 
 
 def test_chapter_times_runs_a_notebook_without_writing_it(tmp_path):
@@ -35,11 +56,15 @@ def test_chapter_times_runs_a_notebook_without_writing_it(tmp_path):
     import chapter_times
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# A toy chapter"),
-                nbformat.v4.new_code_cell('SCALE = "tiny"', metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell("import os\nassert os.environ['HF_HUB_OFFLINE'] == '1'\n"
-                                          "assert not os.listdir(os.environ['PTLM_CACHE'])\n"
-                                          "x = bytearray(50 * 2**20)  # 50 MB, so the peak shows it")]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A toy chapter"),
+        nbformat.v4.new_code_cell('SCALE = "tiny"', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(
+            "import os\nassert os.environ['HF_HUB_OFFLINE'] == '1'\n"
+            "assert not os.listdir(os.environ['PTLM_CACHE'])\n"
+            "x = bytearray(50 * 2**20)  # 50 MB, so the peak shows it"
+        ),
+    ]
     path = tmp_path / "toy.ipynb"
     nbformat.write(nb, path)
     before = path.read_bytes()
@@ -53,7 +78,9 @@ def test_chapter_times_runs_a_notebook_without_writing_it(tmp_path):
 
 
 def test_the_speed_tricks_in_attention_keep_the_outputs():
-    """ptlm_lite/attention.py's fast paths (benchmarks/README.md) compute what the plain code does."""
+    """ptlm_lite/attention.py's fast paths (benchmarks/README.md) compute what the plain
+    code does.
+    """
     import torch
 
     from ptlm_lite import masks
@@ -61,14 +88,22 @@ def test_the_speed_tricks_in_attention_keep_the_outputs():
 
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 3, 7, 4, generator=g) for _ in range(3))
-    for mask in (masks.causal_mask(7), masks.full_mask(7), masks.causal_mask(7) & masks.full_mask(7)):
-        fast, _ = attention(q, k, v, mask=mask)                       # is_causal / no-mask fast path
-        plain, _ = attention(q, k, v, mask=mask, return_weights=True)  # the written-out equation
+    for mask in (
+        masks.causal_mask(7),
+        masks.full_mask(7),
+        masks.causal_mask(7) & masks.full_mask(7),
+    ):
+        # is_causal / no-mask fast path
+        fast, _ = attention(q, k, v, mask=mask)
+        # the written-out equation
+        plain, _ = attention(q, k, v, mask=mask, return_weights=True)
         torch.testing.assert_close(fast, plain, atol=1e-5, rtol=1e-5)
     x = torch.ones(400, 1000)
     y = fast_dropout(x, 0.1)
-    assert abs((y == 0).float().mean().item() - 0.1) < 0.005           # drops p of the elements
-    torch.testing.assert_close(y.unique(), torch.tensor([0.0, 1 / 0.9]))  # and scales the rest by 1/(1-p)
+    # drops p of the elements
+    assert abs((y == 0).float().mean().item() - 0.1) < 0.005
+    # and scales the rest by 1/(1-p)
+    torch.testing.assert_close(y.unique(), torch.tensor([0.0, 1 / 0.9]))
     assert fast_dropout(x, 0.1, training=False) is x and fast_dropout(x, 0.0) is x
     drop = Dropout(0.5).eval()
     assert torch.equal(drop(x), x) and drop.train()(x).eq(0).any()

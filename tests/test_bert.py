@@ -1,16 +1,25 @@
 """BERT: shapes of every head, the padding leak test, overfitting a batch, bad inputs."""
+
 import pytest
 import torch
 
-from ptlm_lite.bert import (BertForMultipleChoice, BertForPreTraining, BertForSequenceClassification,
-                            BertForSpanExtraction, best_span, mean_pool)
+from ptlm_lite.bert import (
+    BertForMultipleChoice,
+    BertForPreTraining,
+    BertForSequenceClassification,
+    BertForSpanExtraction,
+    best_span,
+    mean_pool,
+)
 from ptlm_lite.config import preset
 from ptlm_lite.corrupt import mlm_mask
 from ptlm_lite.train import count_parameters, train
 
 
 def config(**kw):
-    return preset("bert-tiny", vocab_size=120, d_model=32, n_head=4, d_ff=64, max_len=24, **kw)
+    return preset(
+        "bert-tiny", vocab_size=120, d_model=32, n_head=4, d_ff=64, max_len=24, **kw
+    )
 
 
 def inputs(B=3, T=10, seed=0):
@@ -36,8 +45,15 @@ def test_pretraining_shapes_and_loss():
     ids, segments = inputs()
     targets = torch.full_like(ids, -100)
     targets[:, 2] = ids[:, 2]
-    out = model(ids, segments, targets=targets, nsp_labels=torch.tensor([0, 1, 0]), return_attention=True)
-    assert out.logits.shape == (3, 120)  # with targets: only the 3 masked positions are scored
+    out = model(
+        ids,
+        segments,
+        targets=targets,
+        nsp_labels=torch.tensor([0, 1, 0]),
+        return_attention=True,
+    )
+    # with targets: only the 3 masked positions are scored
+    assert out.logits.shape == (3, 120)
     assert model(ids, segments).logits.shape == (3, 10, 120)
     assert out.extra["nsp_logits"].shape == (3, 2)
     assert torch.isclose(out.loss, out.extra["mlm_loss"] + out.extra["nsp_loss"])
@@ -57,7 +73,9 @@ def test_padding_never_leaks():
         a = model(ids, segments, valid)
         b = model(other, segments, valid)
     torch.testing.assert_close(a.logits[valid], b.logits[valid], atol=1e-6, rtol=0)
-    torch.testing.assert_close(a.extra["nsp_logits"], b.extra["nsp_logits"], atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        a.extra["nsp_logits"], b.extra["nsp_logits"], atol=1e-6, rtol=0
+    )
 
 
 def test_bidirectional():
@@ -68,7 +86,9 @@ def test_bidirectional():
     later = ids.clone()
     later[0, 8] = 7 if ids[0, 8] != 7 else 8
     with torch.no_grad():
-        assert not torch.allclose(model(ids, segments).logits[0, 1], model(later, segments).logits[0, 1])
+        assert not torch.allclose(
+            model(ids, segments).logits[0, 1], model(later, segments).logits[0, 1]
+        )
 
 
 def test_fine_tuning_heads():
@@ -81,10 +101,15 @@ def test_fine_tuning_heads():
     assert out.logits.shape == (3, 3) and out.loss.ndim == 0
 
     span = BertForSpanExtraction.from_pretrained(pre).eval()
-    out = span(ids, segments, start=torch.tensor([4, 4, 5]), end=torch.tensor([5, 5, 7]))
+    out = span(
+        ids, segments, start=torch.tensor([4, 4, 5]), end=torch.tensor([5, 5, 7])
+    )
     assert out.logits.shape == (3, 10, 2) and torch.isfinite(out.loss)
-    assert bool(torch.isinf(out.extra["start_logits"][1, 6:]).all())  # padding can't be an answer
-    s, e = best_span(out.extra["start_logits"], out.extra["end_logits"], allowed=segments == 1)
+    # padding can't be an answer
+    assert bool(torch.isinf(out.extra["start_logits"][1, 6:]).all())
+    s, e = best_span(
+        out.extra["start_logits"], out.extra["end_logits"], allowed=segments == 1
+    )
     assert bool((s <= e).all()) and bool((segments.gather(1, s[:, None]) == 1).all())
 
     mc = BertForMultipleChoice.from_pretrained(pre).eval()
@@ -94,8 +119,9 @@ def test_fine_tuning_heads():
 
 
 def test_best_span_and_mean_pool():
-    start = torch.tensor([[-5., 5, 1, 0]])
-    end = torch.tensor([[9., 0, 1, 4]])  # the best end (0) comes before every good start
+    start = torch.tensor([[-5.0, 5, 1, 0]])
+    # the best end (0) comes before every good start
+    end = torch.tensor([[9.0, 0, 1, 4]])
     assert [t.item() for t in best_span(start, end)] == [1, 3]
     h = torch.tensor([[[1.0], [3.0], [100.0]]])
     assert mean_pool(h, torch.tensor([[True, True, False]])).item() == 2.0
@@ -105,10 +131,20 @@ def test_overfit_one_batch():
     torch.manual_seed(0)
     model = BertForPreTraining(config(dropout=0.0))
     ids, segments = inputs(B=4, T=12)
-    m = mlm_mask(ids, special_ids=[0, 1, 2, 3, 4], mask_id=4, vocab_size=120, p=0.3,
-                 generator=torch.Generator().manual_seed(0))
-    batch = {"ids": m.inputs, "segments": segments, "targets": m.targets,
-             "nsp_labels": torch.tensor([0, 1, 1, 0])}
+    m = mlm_mask(
+        ids,
+        special_ids=[0, 1, 2, 3, 4],
+        mask_id=4,
+        vocab_size=120,
+        p=0.3,
+        generator=torch.Generator().manual_seed(0),
+    )
+    batch = {
+        "ids": m.inputs,
+        "segments": segments,
+        "targets": m.targets,
+        "nsp_labels": torch.tensor([0, 1, 1, 0]),
+    }
     hist = train(model, [batch], steps=150, lr=3e-3, progress=False)
     assert hist.losses[-1] < 0.05 * hist.losses[0]
 

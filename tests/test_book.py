@@ -1,4 +1,7 @@
-"""The book's structure: every chapter is in the table of contents, executed, and follows the template."""
+"""The book's structure: every chapter is in the table of contents, executed, and
+follows the template.
+"""
+
 import json
 import pathlib
 import re
@@ -19,9 +22,13 @@ def test_there_are_chapters():
 
 
 def test_toc_lists_exactly_the_files_that_exist():
-    listed = re.findall(r"file:\s*([^\s#]+)", TOC) + re.findall(r"root:\s*([^\s#]+)", TOC)
+    listed = re.findall(r"file:\s*([^\s#]+)", TOC) + re.findall(
+        r"root:\s*([^\s#]+)", TOC
+    )
     for name in listed:
-        assert any((ROOT / (name + ext)).exists() for ext in ("", ".ipynb", ".md")), f"_toc.yml lists missing {name}"
+        assert any((ROOT / (name + ext)).exists() for ext in ("", ".ipynb", ".md")), (
+            f"_toc.yml lists missing {name}"
+        )
     for nb in CHAPTERS:
         assert f"chapters/{nb.stem}" in listed, f"{nb.name} is not in _toc.yml"
 
@@ -29,43 +36,72 @@ def test_toc_lists_exactly_the_files_that_exist():
 def test_readme_lists_every_chapter():
     readme = (ROOT / "README.md").read_text()
     for nb in CHAPTERS:
-        assert f"chapters/{nb.name}" in readme, f"README's chapter table lacks {nb.name}"
+        assert f"chapters/{nb.name}" in readme, (
+            f"README's chapter table lacks {nb.name}"
+        )
 
 
 @pytest.mark.parametrize("nb", CHAPTERS, ids=lambda p: p.name)
 def test_chapter_opens_with_its_title(nb):
-    """The first screen is the title, not the parameters cell (python scripts/colab.py --title-first)."""
+    """The first screen is the title, not the parameters cell (python scripts/colab.py
+    --title-first).
+    """
     first = cells(nb)[0]
-    assert first["cell_type"] == "markdown" and "".join(first["source"]).startswith("# "), \
-        "the first cell is the title: a markdown cell starting with '# '"
+    assert first["cell_type"] == "markdown" and "".join(first["source"]).startswith(
+        "# "
+    ), "the first cell is the title: a markdown cell starting with '# '"
 
 
 @pytest.mark.parametrize("nb", CHAPTERS, ids=lambda p: p.name)
 def test_chapter_template(nb):
-    # Order: title and introduction (markdown), the Colab cell (first code cell, hidden), a sentence
-    # on scaling up, the parameters cell (second code cell), then the chapter.
+    # Order: title and introduction (markdown), the Colab cell (first code cell,
+    # hidden), a sentence # on scaling up, the parameters cell (second code cell), then
+    # the chapter.
     cs = cells(nb)
     code = [c for c in cs if c["cell_type"] == "code"]
-    assert "remove-cell" in code[0]["metadata"].get("tags", []) and "google.colab" in "".join(code[0]["source"]), \
+    assert "remove-cell" in code[0]["metadata"].get(
+        "tags", []
+    ) and "google.colab" in "".join(code[0]["source"]), (
         "the first code cell installs the package in Colab and is tagged remove-cell"
-    assert "parameters" in code[1]["metadata"].get("tags", []) and "SCALE" in "".join(code[1]["source"]), \
-        "the second code cell is the tagged parameters cell that sets SCALE"
-    assert any("show_source" in "".join(c["source"]) for c in code), "the chapter shows the package's code"
+    )
+    assert "parameters" in code[1]["metadata"].get("tags", []) and "SCALE" in "".join(
+        code[1]["source"]
+    ), "the second code cell is the tagged parameters cell that sets SCALE"
+    assert any("show_source" in "".join(c["source"]) for c in code), (
+        "the chapter shows the package's code"
+    )
     src = ["".join(c["source"]) for c in code]
     checks = [s for s in src if re.search(r"\bcheck\(", s)]
-    assert len(checks) >= 2, "at least two self-checking exercises (check(name, candidate))"
-    assert any(re.search(r"\bask\(", s) for s in src), "at least one auto-checked conceptual question (ask)"
-    # Solutions live in ptlm_lite/solutions/ (CI checks them), never in the chapter: not even hidden.
-    assert not any("assert check(" in s for s in src), "a solution cell is in the chapter: move it to ptlm_lite/solutions/"
+    assert len(checks) >= 2, (
+        "at least two self-checking exercises (check(name, candidate))"
+    )
+    assert any(re.search(r"\bask\(", s) for s in src), (
+        "at least one auto-checked conceptual question (ask)"
+    )
+    # Solutions live in ptlm_lite/solutions/ (CI checks them), never in the chapter: not
+    # even hidden.
+    assert not any("assert check(" in s for s in src), (
+        "a solution cell is in the chapter: move it to ptlm_lite/solutions/"
+    )
 
 
 @pytest.mark.parametrize("nb", CHAPTERS, ids=lambda p: p.name)
 def test_chapter_is_stored_executed_and_small(nb):
-    code = [c for c in cells(nb) if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    code = [
+        c
+        for c in cells(nb)
+        if c["cell_type"] == "code" and "".join(c["source"]).strip()
+    ]
     executed = [c for c in code[1:] if c.get("execution_count")]
-    assert len(executed) == len(code) - 1, "commit chapters executed (python scripts/execute.py)"
-    assert not any(o.get("output_type") == "error" for c in code for o in c.get("outputs", []))
-    assert nb.stat().st_size < 1_500_000, f"{nb.name} is {nb.stat().st_size / 1e6:.1f} MB"
+    assert len(executed) == len(code) - 1, (
+        "commit chapters executed (python scripts/execute.py)"
+    )
+    assert not any(
+        o.get("output_type") == "error" for c in code for o in c.get("outputs", [])
+    )
+    assert nb.stat().st_size < 1_500_000, (
+        f"{nb.name} is {nb.stat().st_size / 1e6:.1f} MB"
+    )
 
 
 def api_pages() -> list[pathlib.Path]:
@@ -80,17 +116,25 @@ def test_api_pages_are_in_the_toc():
 
 
 def test_api_reference_documents_every_module():
-    """Every public module of ptlm_lite has autodoc on an API page (itself, or its package)."""
+    """Every public module of ptlm_lite has autodoc on an API page (itself, or its
+    package).
+    """
     documented = set()
     for page in api_pages():
-        documented |= set(re.findall(r"^\.\.\s+automodule::\s*(\S+)", page.read_text(), re.M))
+        documented |= set(
+            re.findall(r"^\.\.\s+automodule::\s*(\S+)", page.read_text(), re.M)
+        )
     missing = []
     for f in sorted((ROOT / "ptlm_lite").rglob("*.py")):
         parts = list(f.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        if len(parts) < 2 or any(p.startswith("_") for p in parts) or parts[1] == "solutions":
-            continue  # the package itself, private modules, exercise solutions
+        if (
+            len(parts) < 2
+            or any(p.startswith("_") for p in parts)
+            or parts[1] in ("solutions", "exercise_sets")
+        ):
+            continue  # the package itself, private modules, exercises' registrations
         names = {".".join(parts[:i]) for i in range(2, len(parts) + 1)}
         if not names & documented:
             missing.append(".".join(parts))
@@ -104,5 +148,7 @@ def test_timings_page_is_written_from_the_measurements():
     import chapter_times
 
     result = json.loads((ROOT / "benchmarks" / "chapter_times.json").read_text())
-    assert (ROOT / "book" / "timings.md").read_text() == chapter_times.page(result), \
-        "book/timings.md is not what benchmarks/chapter_times.json gives: python benchmarks/chapter_times.py --page-only"
+    assert (ROOT / "book" / "timings.md").read_text() == chapter_times.page(result), (
+        "book/timings.md is not what benchmarks/chapter_times.json gives: python "
+        "benchmarks/chapter_times.py --page-only"
+    )

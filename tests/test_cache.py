@@ -1,4 +1,7 @@
-"""The trained-model cache: train once, load after, detect damage, race safely, explain errors."""
+"""The trained-model cache: train once, load after, detect damage, race safely, explain
+errors.
+"""
+
 import multiprocessing
 import os
 from dataclasses import dataclass
@@ -28,7 +31,9 @@ class TinyModel(torch.nn.Module):
 
 
 def count_training(model):
-    """A train_fn that records each call in a counter file, so tests can count trainings."""
+    """A train_fn that records each call in a counter file, so tests can count
+    trainings.
+    """
     counter = Path(os.environ["PTLM_CACHE"]) / "trainings.txt"
     with open(counter, "a") as f:
         f.write("x")
@@ -56,7 +61,9 @@ def test_get_trains_once_then_loads(tmp_cache):
     again = cache.get("tiny")
     assert trainings() == 1  # loaded, not retrained
     assert again is not model
-    for (name, a), (_, b) in zip(model.state_dict().items(), again.state_dict().items()):
+    for (name, a), (_, b) in zip(
+        model.state_dict().items(), again.state_dict().items()
+    ):
         assert torch.equal(a, b), name
     weights, meta = cache.entry_paths(cache.recipe("tiny"))
     assert weights.parent == tmp_cache / "models" and weights.exists() and meta.exists()
@@ -65,8 +72,14 @@ def test_get_trains_once_then_loads(tmp_cache):
 
 def test_key_changes_with_config_version_and_train_fn():
     base = cache.recipe("tiny").key
-    assert cache.register("tiny", TinyModel, TinyConfig(d_out=3), count_training).key != base
-    assert cache.register("tiny", TinyModel, TinyConfig(), count_training, version="2").key != base
+    assert (
+        cache.register("tiny", TinyModel, TinyConfig(d_out=3), count_training).key
+        != base
+    )
+    assert (
+        cache.register("tiny", TinyModel, TinyConfig(), count_training, version="2").key
+        != base
+    )
     assert cache.register("tiny", TinyModel, TinyConfig(), lambda m: None).key != base
     assert cache.register("tiny", TinyModel, TinyConfig(), count_training).key == base
 
@@ -106,15 +119,20 @@ def test_load_checkpoint_only_imports_allowed_classes():
     _, meta = cache.entry_paths(cache.recipe("tiny"))
     with pytest.raises(RuntimeError, match="refusing to import.*allowed_prefixes"):
         cache.load_checkpoint(meta)
-    model = cache.load_checkpoint(meta, allowed_prefixes=("ptlm_lite.", TinyModel.__module__ + "."))
+    model = cache.load_checkpoint(
+        meta, allowed_prefixes=("ptlm_lite.", TinyModel.__module__ + ".")
+    )
     assert type(model).__name__ == "TinyModel" and torch.all(model.linear.weight == 0.5)
 
 
 def test_unwritable_cache_folder_says_set_ptlm_cache(tmp_path, monkeypatch):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
-    monkeypatch.setenv("PTLM_CACHE", str(blocker / "cache"))  # cannot mkdir under a file (even as root)
-    with pytest.raises(RuntimeError, match="not writable.*set the environment variable PTLM_CACHE"):
+    # cannot mkdir under a file (even as root)
+    monkeypatch.setenv("PTLM_CACHE", str(blocker / "cache"))
+    with pytest.raises(
+        RuntimeError, match="not writable.*set the environment variable PTLM_CACHE"
+    ):
         cache.get("tiny")
 
 
@@ -124,13 +142,36 @@ def test_default_folder_without_env(monkeypatch, tmp_path):
     assert cache.cache_dir(create=False) == tmp_path / ".cache" / "ptlm_lite"
 
 
-@pytest.mark.parametrize("call, err, match", [
-    (lambda: cache.get("no-such-model"), ValueError, "unknown model 'no-such-model'; registered recipes: .*tiny"),
-    (lambda: cache.register("x", dict, TinyConfig(), count_training), TypeError, "model_cls must be"),
-    (lambda: cache.register("x", TinyModel, {"d_in": 4}, count_training), TypeError, "config must be a dataclass"),
-    (lambda: cache.register("x", TinyModel, TinyConfig(), "train"), TypeError, "train_fn must be"),
-    (lambda: cache.register("a/b", TinyModel, TinyConfig(), count_training), ValueError, "name must be"),
-])
+@pytest.mark.parametrize(
+    "call, err, match",
+    [
+        (
+            lambda: cache.get("no-such-model"),
+            ValueError,
+            "unknown model 'no-such-model'; registered recipes: .*tiny",
+        ),
+        (
+            lambda: cache.register("x", dict, TinyConfig(), count_training),
+            TypeError,
+            "model_cls must be",
+        ),
+        (
+            lambda: cache.register("x", TinyModel, {"d_in": 4}, count_training),
+            TypeError,
+            "config must be a dataclass",
+        ),
+        (
+            lambda: cache.register("x", TinyModel, TinyConfig(), "train"),
+            TypeError,
+            "train_fn must be",
+        ),
+        (
+            lambda: cache.register("a/b", TinyModel, TinyConfig(), count_training),
+            ValueError,
+            "name must be",
+        ),
+    ],
+)
 def test_bad_inputs(call, err, match):
     with pytest.raises(err, match=match):
         call()
@@ -148,7 +189,10 @@ def _race_worker(cache_path: str, barrier, results):
 def test_two_processes_racing_train_once(tmp_cache):
     ctx = multiprocessing.get_context("spawn")  # fork after torch init is not safe
     barrier, results = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=_race_worker, args=(str(tmp_cache), barrier, results)) for _ in range(2)]
+    procs = [
+        ctx.Process(target=_race_worker, args=(str(tmp_cache), barrier, results))
+        for _ in range(2)
+    ]
     for p in procs:
         p.start()
     for p in procs:

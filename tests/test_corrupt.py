@@ -1,9 +1,21 @@
 """MLM masking and NSP pairs: pure functions with explicit generators."""
+
 import pytest
 import torch
 
-from ptlm_lite.corrupt import (MASKED, RANDOM, UNCHANGED, UNSELECTED, Pair, can_mask, mlm_mask,
-                               nsp_pairs, pack_pairs, replace_selected, select_tokens)
+from ptlm_lite.corrupt import (
+    MASKED,
+    RANDOM,
+    UNCHANGED,
+    UNSELECTED,
+    Pair,
+    can_mask,
+    mlm_mask,
+    nsp_pairs,
+    pack_pairs,
+    replace_selected,
+    select_tokens,
+)
 
 PAD, CLS, SEP, MASK = 0, 2, 3, 4
 SPECIAL = [0, 1, 2, 3, 4, 5, 6]
@@ -26,7 +38,9 @@ def corpus(B=64, T=40, seed=0):
 
 
 def mask(ids, seed=0, **kw):
-    return mlm_mask(ids, special_ids=SPECIAL, mask_id=MASK, vocab_size=V, generator=gen(seed), **kw)
+    return mlm_mask(
+        ids, special_ids=SPECIAL, mask_id=MASK, vocab_size=V, generator=gen(seed), **kw
+    )
 
 
 def test_special_and_padding_are_never_selected():
@@ -52,13 +66,15 @@ def test_eighty_ten_ten_statistically():
     m = mask(ids)
     n = int(m.selected.sum())
     frac = {a: float((m.action == a).sum()) / n for a in (MASKED, RANDOM, UNCHANGED)}
-    # n is about 3,000: three standard deviations of a 10% proportion are about 1.6 points
+    # n is about 3,000: three standard deviations of a 10% proportion are about 1.6
+    # points
     assert abs(frac[MASKED] - 0.8) < 0.03 and abs(frac[RANDOM] - 0.1) < 0.025
     assert abs(frac[UNCHANGED] - 0.1) < 0.025
     assert bool((m.inputs[m.action == MASKED] == MASK).all())
     assert torch.equal(m.inputs[m.action == UNCHANGED], ids[m.action == UNCHANGED])
     random_tokens = m.inputs[m.action == RANDOM]
-    assert not bool(torch.isin(random_tokens, torch.tensor(SPECIAL)).any())  # never a stray [PAD]
+    # never a stray [PAD]
+    assert not bool(torch.isin(random_tokens, torch.tensor(SPECIAL)).any())
     assert bool((m.action[~m.selected] == UNSELECTED).all())
 
 
@@ -85,12 +101,15 @@ def test_p_zero_and_one():
     assert torch.equal(mask(ids, p=1.0).selected, can_mask(ids, SPECIAL))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(p=1.5), "p .*\\[0, 1\\]"),
-    (dict(p=-0.1), "p .*\\[0, 1\\]"),
-    (dict(proportions=(0.8, 0.1, 0.2)), "proportions"),
-    (dict(proportions=(0.9, 0.1)), "proportions"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(p=1.5), "p .*\\[0, 1\\]"),
+        (dict(p=-0.1), "p .*\\[0, 1\\]"),
+        (dict(proportions=(0.8, 0.1, 0.2)), "proportions"),
+        (dict(proportions=(0.9, 0.1)), "proportions"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         mask(corpus(B=2), **kwargs)
@@ -101,7 +120,9 @@ def test_no_maskable_token_and_bad_types():
     with pytest.raises(ValueError, match="no maskable token"):
         mask(only_special)
     with pytest.raises(TypeError, match="generator"):
-        mlm_mask(corpus(B=2), special_ids=SPECIAL, mask_id=MASK, vocab_size=V, generator=0)
+        mlm_mask(
+            corpus(B=2), special_ids=SPECIAL, mask_id=MASK, vocab_size=V, generator=0
+        )
     with pytest.raises(TypeError, match="ids"):
         mask(corpus(B=2).float())
     with pytest.raises(ValueError, match="vocab_size"):
@@ -109,8 +130,13 @@ def test_no_maskable_token_and_bad_types():
     with pytest.raises(TypeError, match="maskable"):
         select_tokens(corpus(B=2), generator=gen())
     with pytest.raises(TypeError, match="selected"):
-        replace_selected(corpus(B=2), torch.ones(3, 3, dtype=torch.bool), mask_id=MASK, vocab_size=V,
-                         generator=gen())
+        replace_selected(
+            corpus(B=2),
+            torch.ones(3, 3, dtype=torch.bool),
+            mask_id=MASK,
+            vocab_size=V,
+            generator=gen(),
+        )
 
 
 def documents():
@@ -122,7 +148,9 @@ def test_nsp_pairs_half_random_and_true_next():
     pairs = nsp_pairs(docs, 2000, generator=gen())
     share = sum(p.is_random for p in pairs) / len(pairs)
     assert abs(share - 0.5) < 0.05
-    where = {tuple(seg): (d, s) for d, doc in enumerate(docs) for s, seg in enumerate(doc)}
+    where = {
+        tuple(seg): (d, s) for d, doc in enumerate(docs) for s, seg in enumerate(doc)
+    }
     for p in pairs:
         (da, sa), (db, sb) = where[tuple(p.a)], where[tuple(p.b)]
         if p.is_random:
@@ -134,15 +162,32 @@ def test_nsp_pairs_half_random_and_true_next():
 
 
 def test_pack_pairs_layout():
-    batch = pack_pairs([Pair([11, 12, 13], [21, 22], False), Pair([11], [21], True)],
-                       cls_id=CLS, sep_id=SEP, pad_id=PAD, max_len=16)
-    assert batch["ids"].tolist() == [[CLS, 11, 12, 13, SEP, 21, 22, SEP], [CLS, 11, SEP, 21, SEP, 0, 0, 0]]
-    assert batch["segments"].tolist() == [[0, 0, 0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 0, 0, 0]]
+    batch = pack_pairs(
+        [Pair([11, 12, 13], [21, 22], False), Pair([11], [21], True)],
+        cls_id=CLS,
+        sep_id=SEP,
+        pad_id=PAD,
+        max_len=16,
+    )
+    assert batch["ids"].tolist() == [
+        [CLS, 11, 12, 13, SEP, 21, 22, SEP],
+        [CLS, 11, SEP, 21, SEP, 0, 0, 0],
+    ]
+    assert batch["segments"].tolist() == [
+        [0, 0, 0, 0, 0, 1, 1, 1],
+        [0, 0, 0, 1, 1, 0, 0, 0],
+    ]
     assert batch["valid"].sum(1).tolist() == [8, 5]
     assert batch["nsp_labels"].tolist() == [0, 1]
-    cut = pack_pairs([Pair(list(range(10, 30)), [40, 41], False)], cls_id=CLS, sep_id=SEP, pad_id=PAD,
-                     max_len=8)
-    assert cut["ids"].tolist() == [[CLS, 10, 11, 12, SEP, 40, 41, SEP]]  # the longer segment is cut
+    cut = pack_pairs(
+        [Pair(list(range(10, 30)), [40, 41], False)],
+        cls_id=CLS,
+        sep_id=SEP,
+        pad_id=PAD,
+        max_len=8,
+    )
+    # the longer segment is cut
+    assert cut["ids"].tolist() == [[CLS, 10, 11, 12, SEP, 40, 41, SEP]]
 
 
 def test_nsp_bad_inputs():
@@ -151,4 +196,6 @@ def test_nsp_bad_inputs():
     with pytest.raises(ValueError, match="p_random"):
         nsp_pairs(documents(), 5, generator=gen(), p_random=2)
     with pytest.raises(ValueError, match="max_len"):
-        pack_pairs([Pair([1], [2], False)], cls_id=CLS, sep_id=SEP, pad_id=PAD, max_len=3)
+        pack_pairs(
+            [Pair([1], [2], False)], cls_id=CLS, sep_id=SEP, pad_id=PAD, max_len=3
+        )

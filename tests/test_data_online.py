@@ -1,4 +1,5 @@
 """The online extras fail fast and helpfully without a network; tests never touch one."""
+
 import sys
 
 import pytest
@@ -8,14 +9,20 @@ from ptlm_lite import online
 
 def test_offline_env_fails_fast_naming_embedded_alternatives(monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    with pytest.raises(RuntimeError, match="HF_DATASETS_OFFLINE.*ptlm_lite.data.shakespeare.*make_world"):
+    with pytest.raises(
+        RuntimeError,
+        match="HF_DATASETS_OFFLINE.*ptlm_lite.data.shakespeare.*make_world",
+    ):
         online.load_corpus("wikitext-2")
 
 
 def test_missing_datasets_package_fails_with_install_hint(monkeypatch):
-    monkeypatch.setattr(online, "_offline_reason", lambda: None)  # pretend we are online
+    # pretend we are online
+    monkeypatch.setattr(online, "_offline_reason", lambda: None)
     monkeypatch.setitem(sys.modules, "datasets", None)  # makes `import datasets` fail
-    with pytest.raises(RuntimeError, match="pip install datasets.*ptlm_lite.data.shakespeare"):
+    with pytest.raises(
+        RuntimeError, match="pip install datasets.*ptlm_lite.data.shakespeare"
+    ):
         online.load_corpus("wikitext-2")
 
 

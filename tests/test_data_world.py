@@ -1,4 +1,7 @@
-"""The synthetic world: determinism, consistent annotations, tasks whose answers are right."""
+"""The synthetic world: determinism, consistent annotations, tasks whose answers are
+right.
+"""
+
 import time
 
 import pytest
@@ -38,7 +41,7 @@ def test_document_spans_are_exact():
     world = w.make_world(0)
     for doc in world.documents:
         for span in doc.spans:
-            mention = doc.text[span.start:span.end]
+            mention = doc.text[span.start : span.end]
             if span.entity is not None:
                 assert mention == world.entities[span.entity].name
                 assert span.label == world.entities[span.entity].kind
@@ -51,9 +54,11 @@ def test_labelled_tasks_have_correct_answers():
     names = {e.name: e for e in world.entities}
     for ex in world.span_qa(50):
         start = ex["answer_start"]
-        assert ex["context"][start:start + len(ex["answer"])] == ex["answer"]
+        assert ex["context"][start : start + len(ex["answer"])] == ex["answer"]
     for ex in world.classification(50):
-        subject = next(n for n in sorted(names, key=len, reverse=True) if ex["text"].startswith(n))
+        subject = next(
+            n for n in sorted(names, key=len, reverse=True) if ex["text"].startswith(n)
+        )
         assert w.KINDS[ex["label"]] == names[subject].kind
     for ex in world.entailment(60):
         assert ex["label"] in (0, 1, 2)
@@ -63,7 +68,9 @@ def test_labelled_tasks_have_correct_answers():
         city = ex["context"].split(" is based in ")[1].split(".")[0]
         assert ex["endings"][ex["label"]] == f" travels to the office in {city}."
     pairs = world.text_to_text(40)
-    assert len(pairs) == 40 and all(isinstance(s, str) and isinstance(t, str) for s, t in pairs)
+    assert len(pairs) == 40 and all(
+        isinstance(s, str) and isinstance(t, str) for s, t in pairs
+    )
     prefixes = {s.split(":")[0] for s, _ in pairs}
     assert prefixes == {"classify", "nli premise", "question", "triple"}
 
@@ -83,15 +90,32 @@ def test_mixture_and_icl_families():
         assert y == x[::-1]
 
 
-@pytest.mark.parametrize("call, err, match", [
-    (lambda: w.make_world(0, n_entities=5), ValueError, "n_entities must be"),
-    (lambda: w.make_world("0"), TypeError, "seed must be an int"),
-    (lambda: w.make_world(0).classification(0), ValueError, "n .* must be a positive integer"),
-    (lambda: w.make_world(0).mixture(("squad",)), ValueError, "tasks must be"),
-    (lambda: w.make_world(0).icl_sequences(families=("sorting",)), ValueError, "families/exclude accept"),
-    (lambda: w.make_world(0).icl_sequences(families=("reverse",), exclude=("reverse",)), ValueError, "empty"),
-    (lambda: w.make_world(0).of_kind("animal"), ValueError, "kind must be one of"),
-])
+@pytest.mark.parametrize(
+    "call, err, match",
+    [
+        (lambda: w.make_world(0, n_entities=5), ValueError, "n_entities must be"),
+        (lambda: w.make_world("0"), TypeError, "seed must be an int"),
+        (
+            lambda: w.make_world(0).classification(0),
+            ValueError,
+            "n .* must be a positive integer",
+        ),
+        (lambda: w.make_world(0).mixture(("squad",)), ValueError, "tasks must be"),
+        (
+            lambda: w.make_world(0).icl_sequences(families=("sorting",)),
+            ValueError,
+            "families/exclude accept",
+        ),
+        (
+            lambda: w.make_world(0).icl_sequences(
+                families=("reverse",), exclude=("reverse",)
+            ),
+            ValueError,
+            "empty",
+        ),
+        (lambda: w.make_world(0).of_kind("animal"), ValueError, "kind must be one of"),
+    ],
+)
 def test_bad_inputs(call, err, match):
     with pytest.raises(err, match=match):
         call()

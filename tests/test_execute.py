@@ -1,8 +1,11 @@
-"""scripts/execute.py: a chapter is stale when its code or a package module it imported changed.
+"""scripts/execute.py: a chapter is stale when its code or a package module it imported
+changed.
 
-A tiny synthetic repository (a package with a lazy __init__, a module the notebook uses, one it
-does not, and a notebook) stands in for the book; one real kernel run records what was imported.
+A tiny synthetic repository (a package with a lazy __init__, a module the notebook uses,
+one it does not, and a notebook) stands in for the book; one real kernel run records
+what was imported.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,7 +21,7 @@ pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "execute.py"
-PKG = "ptlm_fake_pkg_for_execute"   # unique, so nothing installed can shadow it
+PKG = "ptlm_fake_pkg_for_execute"  # unique, so nothing installed can shadow it
 
 
 @pytest.fixture(scope="module")
@@ -32,23 +35,29 @@ def ex():
 def write_repo(root: pathlib.Path) -> pathlib.Path:
     pkg = root / PKG
     (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text(textwrap.dedent("""
+    (pkg / "__init__.py").write_text(
+        textwrap.dedent("""
         import importlib
         from . import runtime as _runtime
         def __getattr__(name):
             value = importlib.import_module(f".{name}", __name__)
             globals()[name] = value
             return value
-    """))
+    """)
+    )
     (pkg / "runtime.py").write_text("READY = True\n")
-    (pkg / "used.py").write_text("from .sub import helper\ndef f():\n    return helper.VALUE + 1\n")
+    (pkg / "used.py").write_text(
+        "from .sub import helper\ndef f():\n    return helper.VALUE + 1\n"
+    )
     (pkg / "sub" / "__init__.py").write_text("")
     (pkg / "sub" / "helper.py").write_text("VALUE = 41\n")
     (pkg / "unused.py").write_text("X = 0\n")
     (root / "chapters").mkdir()
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# A chapter"),
-                nbformat.v4.new_code_cell(f"import {PKG} as P\nP.used.f()")]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# A chapter"),
+        nbformat.v4.new_code_cell(f"import {PKG} as P\nP.used.f()"),
+    ]
     path = root / "chapters" / "toy.ipynb"
     nbformat.write(nb, path)
     (root / "_toc.yml").write_text("format: jb-book\nroot: chapters/toy\n")
@@ -57,7 +66,9 @@ def write_repo(root: pathlib.Path) -> pathlib.Path:
 
 @pytest.fixture(scope="module")
 def executed(ex, tmp_path_factory):
-    """One kernel run over the synthetic notebook; the package is found through PYTHONPATH."""
+    """One kernel run over the synthetic notebook; the package is found through
+    PYTHONPATH.
+    """
     root = tmp_path_factory.mktemp("repo")
     path = write_repo(root)
     mp = pytest.MonkeyPatch()
@@ -76,12 +87,21 @@ def test_execute_records_the_imported_modules(executed):
     ex, root, path, seconds = executed
     nb = nbformat.read(path, as_version=4)
     rec = nb.metadata["ptlm_book"]
-    assert set(rec["modules"]) == {PKG, f"{PKG}.runtime", f"{PKG}.used", f"{PKG}.sub", f"{PKG}.sub.helper"}
+    assert set(rec["modules"]) == {
+        PKG,
+        f"{PKG}.runtime",
+        f"{PKG}.used",
+        f"{PKG}.sub",
+        f"{PKG}.sub.helper",
+    }
     assert rec["modules"][f"{PKG}.used"] == ex.file_hash(root / PKG / "used.py")
     assert all(len(h) == 16 for h in rec["modules"].values())
-    assert rec["code_hash"] == ex.code_hash(nb) and rec["seconds"] == pytest.approx(seconds, abs=0.1)
+    assert rec["code_hash"] == ex.code_hash(nb) and rec["seconds"] == pytest.approx(
+        seconds, abs=0.1
+    )
     assert "input_hash" not in rec
-    # the module probe left no trace in the notebook: same cells, the chapter's own output only
+    # the module probe left no trace in the notebook: same cells, the chapter's own
+    # output only
     assert len(nb.cells) == 2 and nb.cells[1].execution_count == 1
     assert nb.cells[1].outputs[0]["data"]["text/plain"] == "42"
     assert not list(path.parent.glob("*.tmp"))
@@ -91,36 +111,49 @@ def test_execute_records_the_imported_modules(executed):
 def test_staleness_follows_only_what_was_imported(executed, capsys):
     ex, root, path, _ = executed
     original = path.read_text()
-    unused, helper, used = root / PKG / "unused.py", root / PKG / "sub" / "helper.py", root / PKG / "used.py"
+    unused, helper, used = (
+        root / PKG / "unused.py",
+        root / PKG / "sub" / "helper.py",
+        root / PKG / "used.py",
+    )
     keep = {f: f.read_text() for f in (unused, helper, used)}
     try:
-        unused.write_text("X = 1  # edited\n")                  # not imported: still fresh
+        # not imported: still fresh
+        unused.write_text("X = 1  # edited\n")
         (root / PKG / "new.py").write_text("Y = 2\n")
         assert ex.stale_reasons(path) == []
         assert ex.main(["--check"]) == 0
 
-        helper.write_text("VALUE = 1\n")                        # imported by used.py: stale
+        # imported by used.py: stale
+        helper.write_text("VALUE = 1\n")
         assert ex.stale_reasons(path) == [f"{PKG}.sub.helper changed"]
         assert ex.main(["--check"]) == 1
-        assert capsys.readouterr().out.strip() == f"stale: chapters/toy.ipynb ({PKG}.sub.helper changed)"
-        helper.write_text(keep[helper])                         # back as it was: fresh again
+        assert (
+            capsys.readouterr().out.strip()
+            == f"stale: chapters/toy.ipynb ({PKG}.sub.helper changed)"
+        )
+        # back as it was: fresh again
+        helper.write_text(keep[helper])
         assert ex.stale_reasons(path) == []
 
-        used.unlink()                                           # a recorded module is gone
+        # a recorded module is gone
+        used.unlink()
         assert ex.stale_reasons(path) == [f"{PKG}.used removed"]
         used.write_text(keep[used])
 
-        nb = json.loads(original)                               # a cell's code changed
+        nb = json.loads(original)  # a cell's code changed
         nb["cells"][1]["source"] = f"import {PKG} as P\nP.used.f() * 2"
         path.write_text(json.dumps(nb))
         assert ex.stale_reasons(path) == ["code changed"]
-        nb["cells"][1]["outputs"] = []                          # outputs alone do not count
+        # outputs alone do not count
+        nb["cells"][1]["outputs"] = []
         nb["cells"][1]["source"] = f"import {PKG} as P\nP.used.f()"
         path.write_text(json.dumps(nb))
         assert ex.stale_reasons(path) == []
 
         nb["metadata"]["ptlm_book"] = {"input_hash": "0123456789abcdef", "seconds": 1.0}
-        path.write_text(json.dumps(nb))                         # the old whole-package record
+        # the old whole-package record
+        path.write_text(json.dumps(nb))
         assert ex.stale_reasons(path) == ["old record: whole-package hash"]
         assert ex.main(["--check", str(path)]) == 1
         assert "(old record: whole-package hash)" in capsys.readouterr().out
@@ -139,7 +172,9 @@ def test_module_file_prefers_package_and_stays_inside(executed):
     assert ex.module_file(f"{PKG}.nothing") is None
     assert ex.module_file("json") is None
     # files the kernel loaded from outside the package directory are not recorded
-    assert ex.module_hashes({"json": sys.modules["json"].__file__, f"{PKG}.x": None}) == {}
+    assert (
+        ex.module_hashes({"json": sys.modules["json"].__file__, f"{PKG}.x": None}) == {}
+    )
 
 
 def test_a_failing_notebook_is_left_untouched(executed):

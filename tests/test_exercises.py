@@ -1,8 +1,11 @@
-"""Exercises that check themselves (ptlm_lite.exercises) and their solutions (ptlm_lite.solutions).
+"""Exercises that check themselves (ptlm_lite.exercises) and their solutions
+(ptlm_lite.solutions).
 
-Every registered exercise: its solution passes the chapter's check, a stub is "not attempted", and
-plausible wrong answers are rejected, so the check is tight enough to mean something.
+Every registered exercise: its solution passes the chapter's check, a stub is "not
+attempted", and plausible wrong answers are rejected, so the check is tight enough to
+mean something.
 """
+
 import json
 import math
 import pathlib
@@ -15,6 +18,7 @@ from ptlm_lite import exercises as E
 from ptlm_lite.exercises import NOT_ATTEMPTED, RIGHT, WRONG, ask, check
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+E.load_all()  # the later chapters' exercise sets (ptlm_lite/exercise_sets/)
 
 
 # --- every solution passes its check; every exercise is found in its chapter
@@ -35,9 +39,13 @@ def test_verify_runs_every_exercise():
 @pytest.mark.parametrize("name", sorted(E.EXERCISES))
 def test_exercise_belongs_to_a_chapter(name):
     spec = E.EXERCISES[name]
-    cells = json.loads((ROOT / "chapters" / f"{spec.chapter}.ipynb").read_text())["cells"]
+    cells = json.loads((ROOT / "chapters" / f"{spec.chapter}.ipynb").read_text())[
+        "cells"
+    ]
     text = "".join("".join(c["source"]) for c in cells)
-    assert f'"{name}"' in text, f"chapters/{spec.chapter}.ipynb no longer has the exercise {name!r}"
+    assert f'"{name}"' in text, (
+        f"chapters/{spec.chapter}.ipynb no longer has the exercise {name!r}"
+    )
     assert f"def {spec.solution}(" in text
 
 
@@ -46,16 +54,17 @@ def test_exercise_belongs_to_a_chapter(name):
 
 def _causal_strict(T):
     i = torch.arange(T)
-    return i[None, :] < i[:, None]                          # forgets the diagonal
+    return i[None, :] < i[:, None]  # forgets the diagonal
 
 
 def _causal_upper(T):
     i = torch.arange(T)
-    return i[None, :] >= i[:, None]                         # transposed: sees the future
+    # transposed: sees the future
+    return i[None, :] >= i[:, None]
 
 
 def _causal_float(T):
-    return torch.ones(T, T).tril()                          # 1.0/0.0, not a bool mask
+    return torch.ones(T, T).tril()  # 1.0/0.0, not a bool mask
 
 
 def _att_unscaled(q, k, mask):
@@ -63,11 +72,15 @@ def _att_unscaled(q, k, mask):
 
 
 def _att_polarity(q, k, mask):
-    return (q @ k.T / math.sqrt(q.shape[-1])).masked_fill(mask, float("-inf")).softmax(-1)
+    return (
+        (q @ k.T / math.sqrt(q.shape[-1])).masked_fill(mask, float("-inf")).softmax(-1)
+    )
 
 
 def _att_wrong_axis(q, k, mask):
-    return (q @ k.T / math.sqrt(q.shape[-1])).masked_fill(~mask, float("-inf")).softmax(0)
+    return (
+        (q @ k.T / math.sqrt(q.shape[-1])).masked_fill(~mask, float("-inf")).softmax(0)
+    )
 
 
 def _att_mask_after_softmax(q, k, mask):
@@ -86,7 +99,8 @@ def _topk_zero(logits, k):
 
 def _topk_in_place(logits, k):
     kth = logits.topk(k, dim=-1).values[:, -1:]
-    logits[logits < kth] = float("-inf")                    # right values, but the caller's logits change
+    # right values, but the caller's logits change
+    logits[logits < kth] = float("-inf")
     return logits
 
 
@@ -112,41 +126,66 @@ def _replace_with(p_mask, p_random, low=7, clone=True):
         swap = selected & (u >= p_mask) & (u < p_mask + p_random)
         out[swap] = random_tokens[swap]
         return out
+
     return replace
 
 
 def _replace_everywhere(ids, selected, generator, mask_id, vocab_size):
     u = torch.rand(ids.shape, generator=generator)
     out = ids.clone()
-    out[u < 0.15 * 0.8] = mask_id                           # ignores `selected`
+    out[u < 0.15 * 0.8] = mask_id  # ignores `selected`
     return out
 
 
 def _span_separate(s, e, L):
-    return s.argmax(-1), e.argmax(-1)                       # best start and best end, not the best pair
+    # best start and best end, not the best pair
+    return s.argmax(-1), e.argmax(-1)
 
 
 def _span_off_by_one(s, e, L):
     T = s.shape[1]
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
-    ok = (j >= i) & (j <= i + L)                            # one token too long
-    best = (s[:, :, None] + e[:, None, :]).masked_fill(~ok, float("-inf")).flatten(1).argmax(-1)
+    ok = (j >= i) & (j <= i + L)  # one token too long
+    best = (
+        (s[:, :, None] + e[:, None, :])
+        .masked_fill(~ok, float("-inf"))
+        .flatten(1)
+        .argmax(-1)
+    )
     return best // T, best % T
 
 
 def _span_end_before_start(s, e, L):
     T = s.shape[1]
     i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]
-    ok = (j - i).abs() < L                                  # lets the end come before the start
-    best = (s[:, :, None] + e[:, None, :]).masked_fill(~ok, float("-inf")).flatten(1).argmax(-1)
+    # lets the end come before the start
+    ok = (j - i).abs() < L
+    best = (
+        (s[:, :, None] + e[:, None, :])
+        .masked_fill(~ok, float("-inf"))
+        .flatten(1)
+        .argmax(-1)
+    )
     return best // T, best % T
 
 
 def _params(final_ln=True, biases=True, untied=False, lns=2):
     def count(V, max_len, D, n_layer, d_ff):
         b = 1 if biases else 0
-        block = 4 * (D * D + b * D) + (D * d_ff + b * d_ff) + (d_ff * D + b * D) + lns * 2 * D
-        return V * D + max_len * D + n_layer * block + (2 * D if final_ln else 0) + (V * D if untied else 0)
+        block = (
+            4 * (D * D + b * D)
+            + (D * d_ff + b * d_ff)
+            + (d_ff * D + b * D)
+            + lns * 2 * D
+        )
+        return (
+            V * D
+            + max_len * D
+            + n_layer * block
+            + (2 * D if final_ln else 0)
+            + (V * D if untied else 0)
+        )
+
     return count
 
 
@@ -169,7 +208,7 @@ def _prompt_answer_first(demos, query):
 def _prompt_raw_symbols(demos, query):
     ids = [0]
     for x, y in demos:
-        ids += [x, y]                                       # symbol indices, not tokens
+        ids += [x, y]  # symbol indices, not tokens
     return torch.tensor(ids + [query])
 
 
@@ -178,36 +217,67 @@ def _prompt_list(demos, query):
     ids = [T.BOS]
     for x, y in demos:
         ids += [int(T.query_token(x)), int(T.answer_token(x, y))]
-    return ids + [int(T.query_token(query))]                # a list, not a tensor
+    return ids + [int(T.query_token(query))]  # a list, not a tensor
 
 
 def _accuracy_whole_vocab(logits, x, y):
-    return (logits.argmax(-1) == y).float().mean().item()  # argmax over every token, not the M answers
+    # argmax over every token, not the M answers
+    return (logits.argmax(-1) == y).float().mean().item()
 
 
 def _accuracy_label_index(logits, x, y):
-    return (logits[:, :8].argmax(-1) == y).float().mean().item()  # the first M logits, not the answers to x
+    # the first M logits, not the answers to x
+    return (logits[:, :8].argmax(-1) == y).float().mean().item()
 
 
 def _accuracy_tensor(logits, x, y):
     T = E._gpt3_task()
-    return (T.label_logits(logits, x).argmax(-1) == y).float().mean()  # a tensor, not a Python float
+    # a tensor, not a Python float
+    return (T.label_logits(logits, x).argmax(-1) == y).float().mean()
 
 
 WRONG_ANSWERS = {
     "causal mask": [_causal_strict, _causal_upper, _causal_float],
-    "attention weights": [_att_unscaled, _att_polarity, _att_wrong_axis, _att_mask_after_softmax],
+    "attention weights": [
+        _att_unscaled,
+        _att_polarity,
+        _att_wrong_axis,
+        _att_mask_after_softmax,
+    ],
     "top-k filtering": [_topk_inclusive, _topk_zero, _topk_in_place],
     "cached causal mask": [_cache_ignores_past, _cache_tril_no_offset, _cache_strict],
-    "80/10/10 replacement": [_replace_with(0.8, 0.2), _replace_with(0.75, 0.15), _replace_with(0.85, 0.1),
-                             _replace_with(1.0, 0.0), _replace_with(0.8, 0.1, low=0),
-                             _replace_with(0.8, 0.1, clone=False), _replace_everywhere],
+    "80/10/10 replacement": [
+        _replace_with(0.8, 0.2),
+        _replace_with(0.75, 0.15),
+        _replace_with(0.85, 0.1),
+        _replace_with(1.0, 0.0),
+        _replace_with(0.8, 0.1, low=0),
+        _replace_with(0.8, 0.1, clone=False),
+        _replace_everywhere,
+    ],
     "best span": [_span_separate, _span_off_by_one, _span_end_before_start],
-    "GPT-2 parameter count": [_params(final_ln=False), _params(biases=False), _params(untied=True), _params(lns=1)],
-    "pre-LN sublayer": [lambda x, norm, f: norm(x + f(x)), lambda x, norm, f: f(norm(x)),
-                        lambda x, norm, f: x + norm(f(x))],
-    "k-shot prompt": [_prompt_no_bos, _prompt_answer_first, _prompt_raw_symbols, _prompt_list],
-    "accuracy at the query": [_accuracy_whole_vocab, _accuracy_label_index, _accuracy_tensor],
+    "GPT-2 parameter count": [
+        _params(final_ln=False),
+        _params(biases=False),
+        _params(untied=True),
+        _params(lns=1),
+    ],
+    "pre-LN sublayer": [
+        lambda x, norm, f: norm(x + f(x)),
+        lambda x, norm, f: f(norm(x)),
+        lambda x, norm, f: x + norm(f(x)),
+    ],
+    "k-shot prompt": [
+        _prompt_no_bos,
+        _prompt_answer_first,
+        _prompt_raw_symbols,
+        _prompt_list,
+    ],
+    "accuracy at the query": [
+        _accuracy_whole_vocab,
+        _accuracy_label_index,
+        _accuracy_tensor,
+    ],
 }
 
 
@@ -215,7 +285,9 @@ def test_every_exercise_has_wrong_answers():
     assert set(WRONG_ANSWERS) == set(E.EXERCISES)
 
 
-@pytest.mark.parametrize("name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))])
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
 def test_plausible_wrong_answer_is_rejected(name, i):
     r = check(name, WRONG_ANSWERS[name][i])
     assert r.status == WRONG and not r and r.attempted, r.message
@@ -228,18 +300,25 @@ def test_changing_an_argument_in_place_is_named():
 
 
 def test_right_answer_written_differently_passes():
-    def top_k(logits, k):                                   # sort instead of topk
-        kth = logits.sort(-1, descending=True).values[:, k - 1:k]
-        return torch.where(logits >= kth, logits, torch.full_like(logits, float("-inf")))
+    def top_k(logits, k):  # sort instead of topk
+        kth = logits.sort(-1, descending=True).values[:, k - 1 : k]
+        return torch.where(
+            logits >= kth, logits, torch.full_like(logits, float("-inf"))
+        )
+
     assert check("top-k filtering", top_k)
 
-    def replace(ids, selected, generator, mask_id, vocab_size):   # other random calls, same distribution
+    # other random calls, same distribution
+    def replace(ids, selected, generator, mask_id, vocab_size):
         out = ids.clone()
         r = torch.rand(ids.shape, generator=generator)
         out[selected & (r >= 0.2)] = mask_id
         swap = selected & (r < 0.1)
-        out[swap] = torch.randint(7, vocab_size, (int(swap.sum()),), generator=generator)
+        out[swap] = torch.randint(
+            7, vocab_size, (int(swap.sum()),), generator=generator
+        )
         return out
+
     assert check("80/10/10 replacement", replace)
 
 
@@ -273,8 +352,13 @@ def test_missing_return_gets_a_hint():
 def test_a_crash_is_reported_not_raised():
     def broken(T):
         return torch.arange(T)[None, :] <= torch.arange(T + 1)[:, None, None].bad
+
     r = check("causal mask", broken)
-    assert r.status == WRONG and "raised AttributeError" in r.message and "for arguments (1,)" in r.message
+    assert (
+        r.status == WRONG
+        and "raised AttributeError" in r.message
+        and "for arguments (1,)" in r.message
+    )
 
 
 # --- the older call form, and bad calls
@@ -282,6 +366,7 @@ def test_a_crash_is_reported_not_raised():
 
 def test_explicit_reference_and_cases_still_work():
     from ptlm_lite import masks
+
     sol = E.solution("causal mask")
     assert check("causal mask", sol, masks.causal_mask, [(1,), (2,), (5,), (9,)])
     r = check("causal mask", _causal_strict, masks.causal_mask, [(1,), (2,)])
@@ -324,11 +409,15 @@ def test_question_right_wrong_and_not_attempted(name):
     assert q.question in shown and all(c in shown for c in q.choices)
     r = ask(name, right.lower())
     assert r.status == RIGHT and r and E.explanation(name) in repr(r)
-    assert ask(name, q.choices[q.answer]).status == RIGHT    # the text of the choice works too
+    # the text of the choice works too
+    assert ask(name, q.choices[q.answer]).status == RIGHT
     for wrong in "ABCD".replace(right, ""):
         w = ask(name, wrong)
         assert w.status == WRONG and not w and E.explanation(name) not in repr(w)
-    assert ask(name, "E").status == WRONG and "answer with one of the letters" in ask(name, "E").message
+    assert (
+        ask(name, "E").status == WRONG
+        and "answer with one of the letters" in ask(name, "E").message
+    )
 
 
 @pytest.mark.parametrize("name", sorted(E.QUESTIONS))
@@ -338,10 +427,16 @@ def test_every_question_has_an_explanation_in_the_solutions(name):
 
 
 def test_question_defined_in_the_notebook():
-    kw = dict(question="Which mask lets every token see every other?", choices=["causal", "full", "prefix"],
-              answer_index=1, why="Full attention is BERT's.")
+    kw = dict(
+        question="Which mask lets every token see every other?",
+        choices=["causal", "full", "prefix"],
+        answer_index=1,
+        why="Full attention is BERT's.",
+    )
     assert ask("masks", None, **kw).status == NOT_ATTEMPTED
-    assert ask("masks", "B", **kw).status == RIGHT and "BERT" in repr(ask("masks", "B", **kw))
+    assert ask("masks", "B", **kw).status == RIGHT and "BERT" in repr(
+        ask("masks", "B", **kw)
+    )
     assert ask("masks", "C", **kw).status == WRONG
     with pytest.raises(ValueError, match="give question, choices and answer_index"):
         ask("unknown question", "A")
@@ -373,4 +468,6 @@ def test_checks_and_questions_work_without_solutions(no_solutions):
 
 def test_show_solution_displays_the_source():
     src = E.show_solution("causal mask")
-    assert "def my_causal_mask(T):" in repr(src) and "ptlm_lite.solutions.transformer" in repr(src)
+    assert "def my_causal_mask(T):" in repr(
+        src
+    ) and "ptlm_lite.solutions.transformer" in repr(src)

@@ -1,5 +1,7 @@
-"""The fine-tuning harness: batch shapes for encoders and decoders, scores that expose a constant
-predictor, and a few real (tiny) runs."""
+"""The fine-tuning harness: batch shapes for encoders and decoders, scores that expose a
+constant predictor, and a few real (tiny) runs.
+"""
+
 import numpy as np
 import pytest
 import torch
@@ -15,7 +17,12 @@ from ptlm_lite.output import Output
 
 @pytest.fixture(scope="module")
 def tok():  # a small WordPiece trained on the world in milliseconds (no cache)
-    return train_tokenizer("wordpiece", [d.text for d in make_world(0).documents], vocab_size=300, n_sentinels=0)
+    return train_tokenizer(
+        "wordpiece",
+        [d.text for d in make_world(0).documents],
+        vocab_size=300,
+        n_sentinels=0,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +55,17 @@ def test_encoder_batches(tok, tasks):
     assert single["ids"].shape == single["valid"].shape == single["segments"].shape
     assert single["ids"].shape[0] == len(tasks["kind_from_sentence"].test)
     assert (single["ids"][:, 0] == sp["cls"]).all() and (single["segments"] == 0).all()
-    pair = F.encoder_batch(tasks["relation_check"], tasks["relation_check"].test[:3], tok)
-    row, seg = pair["ids"][0][pair["valid"][0]].tolist(), pair["segments"][0][pair["valid"][0]].tolist()
+    pair = F.encoder_batch(
+        tasks["relation_check"], tasks["relation_check"].test[:3], tok
+    )
+    row, seg = (
+        pair["ids"][0][pair["valid"][0]].tolist(),
+        pair["segments"][0][pair["valid"][0]].tolist(),
+    )
     assert row[0] == sp["cls"] and row.count(sp["sep"]) == 2 and row[-1] == sp["sep"]
-    assert seg == [0] * (row.index(sp["sep"]) + 1) + [1] * (len(row) - row.index(sp["sep"]) - 1)
+    assert seg == [0] * (row.index(sp["sep"]) + 1) + [1] * (
+        len(row) - row.index(sp["sep"]) - 1
+    )
     choice = F.encoder_batch(tasks["fact_cloze"], tasks["fact_cloze"].test[:5], tok)
     assert choice["ids"].shape[:2] == (5, 4) and choice["labels"].shape == (5,)
     ex = tasks["fact_cloze"].test[0]
@@ -65,9 +79,13 @@ def test_decoder_batches(tok, tasks):
         b = F.decoder_batch(tasks[name], tasks[name].test[:6], tok)
         assert b["ids"].shape[:2] == (6, C) and b["last"].shape == (6, C)
         assert (b["ids"][:, :, 0] == sp["bos"]).all()
-        assert (b["ids"].gather(2, b["last"][..., None]) == sp["cls"]).all()  # [extract] at last
-    pair = F.decoder_batch(tasks["relation_check"], tasks["relation_check"].test[:1], tok)
-    assert (pair["ids"][0, 0] == sp["sep"]).sum() == 1  # [delim] between the two segments
+        # [extract] at last
+        assert (b["ids"].gather(2, b["last"][..., None]) == sp["cls"]).all()
+    pair = F.decoder_batch(
+        tasks["relation_check"], tasks["relation_check"].test[:1], tok
+    )
+    # [delim] between the two segments
+    assert (pair["ids"][0, 0] == sp["sep"]).sum() == 1
 
 
 def test_scores_expose_a_constant_predictor(tasks):
@@ -79,7 +97,11 @@ def test_scores_expose_a_constant_predictor(tasks):
     assert s["macro_f1"] < 0.25  # one class's F1 out of four
     perfect = F.scores(labels, labels)
     assert perfect == {"accuracy": 1.0, "macro_f1": 1.0, "constant": False}
-    assert F.is_constant([2, 2, 2]) and not F.is_constant([2, 1, 2]) and not F.is_constant([])
+    assert (
+        F.is_constant([2, 2, 2])
+        and not F.is_constant([2, 1, 2])
+        and not F.is_constant([])
+    )
 
 
 def test_macro_f1_matches_scikit_learn():
@@ -87,7 +109,9 @@ def test_macro_f1_matches_scikit_learn():
     rng = np.random.default_rng(0)
     for _ in range(5):
         y, p = rng.integers(0, 4, 50), rng.integers(0, 3, 50)
-        assert F.macro_f1(p, y) == pytest.approx(sklearn.f1_score(y, p, average="macro"))
+        assert F.macro_f1(p, y) == pytest.approx(
+            sklearn.f1_score(y, p, average="macro")
+        )
 
 
 def test_evaluate_flags_a_constant_model(tok, tasks):
@@ -107,7 +131,11 @@ def test_finetune_a_tiny_random_bert(tok, tasks):
     history = F.finetune(model, train_batch, steps=5, batch_size=8, seed=0)
     assert len(history.losses) == 5 and all(np.isfinite(history.losses))
     out = F.evaluate(model, test_batch)
-    assert 0 <= out["accuracy"] <= 1 and 0 <= out["macro_f1"] <= 1 and len(out["predictions"]) == 32
+    assert (
+        0 <= out["accuracy"] <= 1
+        and 0 <= out["macro_f1"] <= 1
+        and len(out["predictions"]) == 32
+    )
 
 
 def test_multiple_choice_and_gpt_heads_train(tok, tasks):
@@ -127,17 +155,37 @@ def test_multiple_choice_and_gpt_heads_train(tok, tasks):
 def test_run_makes_one_table_with_the_baselines(tok, tasks):
     task = small(tasks["kind_from_sentence"])
     config = preset("bert-tiny", vocab_size=tok.vocab_size)
-    table = F.run(task, {"random init": lambda seed: F.bert_model(task, config)}, tok, seeds=(0, 1),
-                  steps=3, batch_size=8, surface=False)
-    assert list(table["model"]) == ["random init", "random init", "majority class", "chance"]
+    table = F.run(
+        task,
+        {"random init": lambda seed: F.bert_model(task, config)},
+        tok,
+        seeds=(0, 1),
+        steps=3,
+        batch_size=8,
+        surface=False,
+    )
+    assert list(table["model"]) == [
+        "random init",
+        "random init",
+        "majority class",
+        "chance",
+    ]
     assert list(table["seed"][:2]) == [0, 1] and table["seed"][2:].isna().all()
     majority = table.set_index("model").loc["majority class"]
     assert majority["accuracy"] == pytest.approx(task.majority) and majority["constant"]
     assert table.set_index("model").loc["chance", "accuracy"] == pytest.approx(0.25)
     assert table.attrs["needs_pretraining"] is False
-    again = F.run(task, lambda seed: F.bert_model(task, config), tok, seeds=(0,), steps=3, batch_size=8,
-                  surface=False)
-    assert again["accuracy"][0] == table["accuracy"][0]  # same seed, same batches, same result
+    again = F.run(
+        task,
+        lambda seed: F.bert_model(task, config),
+        tok,
+        seeds=(0,),
+        steps=3,
+        batch_size=8,
+        surface=False,
+    )
+    # same seed, same batches, same result
+    assert again["accuracy"][0] == table["accuracy"][0]
     summary = F.summarize(table)
     assert summary.loc[(task.name, "random init"), "runs"] == 2
     assert summary.loc[(task.name, "majority class"), "constant runs"] == 1

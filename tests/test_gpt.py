@@ -1,4 +1,7 @@
-"""GPT / GPT-2: leak tests, KV cache, overfitting, generation knobs, bad input, paper sizes."""
+"""GPT / GPT-2: leak tests, KV cache, overfitting, generation knobs, bad input, paper
+sizes.
+"""
+
 import pytest
 import torch
 
@@ -11,7 +14,13 @@ from ptlm_lite.train import count_parameters, train
 
 def _model(pre_norm, **kw):
     torch.manual_seed(0)
-    cfg = gpt_config("gpt2-tiny" if pre_norm else "gpt-tiny", vocab_size=50, max_len=24, dropout=0.0, **kw)
+    cfg = gpt_config(
+        "gpt2-tiny" if pre_norm else "gpt-tiny",
+        vocab_size=50,
+        max_len=24,
+        dropout=0.0,
+        **kw,
+    )
     return GPT(cfg).eval()
 
 
@@ -27,8 +36,12 @@ def test_future_tokens_never_change_the_past(pre_norm):
         changed[:, t] = (changed[:, t] + 1) % 50
         with torch.no_grad():
             a, b = model(ids).logits, model(changed).logits
-        assert torch.allclose(a[:, :t], b[:, :t], atol=1e-6), f"position < {t} saw token {t}"
-        assert not torch.allclose(a[:, t:], b[:, t:]), "the changed token must matter from its own position on"
+        assert torch.allclose(a[:, :t], b[:, :t], atol=1e-6), (
+            f"position < {t} saw token {t}"
+        )
+        assert not torch.allclose(a[:, t:], b[:, t:]), (
+            "the changed token must matter from its own position on"
+        )
 
 
 @pytest.mark.parametrize("pre_norm", [False, True])
@@ -40,7 +53,15 @@ def test_future_tokens_never_change_the_past_with_cache(pre_norm):
         out = []
         for x in (ids, changed):
             cache = model.new_cache()
-            out.append(torch.cat([model(x[:, t:t + 1], cache=cache).logits for t in range(x.shape[1])], 1))
+            out.append(
+                torch.cat(
+                    [
+                        model(x[:, t : t + 1], cache=cache).logits
+                        for t in range(x.shape[1])
+                    ],
+                    1,
+                )
+            )
     assert torch.allclose(out[0][:, :9], out[1][:, :9], atol=1e-6)
 
 
@@ -54,10 +75,16 @@ def test_cache_equals_no_cache(pre_norm):
         rest = model(ids[:, 5:12], cache=cache, return_attention=True)
         last = model(ids[:, 12:], cache=cache)
     assert GPT.cache_len(cache) == 20
-    torch.testing.assert_close(torch.cat([first.logits, rest.logits, last.logits], 1), full.logits,
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        torch.cat([first.logits, rest.logits, last.logits], 1),
+        full.logits,
+        atol=1e-5,
+        rtol=1e-5,
+    )
     # the cached attention rows are the full rows 5..11, over keys 0..11
-    torch.testing.assert_close(rest.attentions[0], full.attentions[0][:, :, 5:12, :12], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        rest.attentions[0], full.attentions[0][:, :, 5:12, :12], atol=1e-6, rtol=1e-5
+    )
 
 
 def test_attention_is_causal_and_normalised():
@@ -74,11 +101,19 @@ def test_attention_is_causal_and_normalised():
 @pytest.mark.parametrize("pre_norm", [False, True])
 def test_overfits_one_batch(pre_norm):
     torch.manual_seed(0)
-    model = GPT(gpt_config("gpt2-tiny" if pre_norm else "gpt-tiny", vocab_size=30, max_len=16, dropout=0.0))
+    model = GPT(
+        gpt_config(
+            "gpt2-tiny" if pre_norm else "gpt-tiny",
+            vocab_size=30,
+            max_len=16,
+            dropout=0.0,
+        )
+    )
     ids = _ids(B=4, T=16, V=30)
     batch = {"ids": ids[:, :-1], "targets": ids[:, 1:]}
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is faster, and much faster on a busy CPU
+    # tiny matrices: one thread is faster, and much faster on a busy CPU
+    torch.set_num_threads(1)
     try:
         hist = train(model, [batch], steps=100, lr=3e-3, progress=False)
     finally:
@@ -93,7 +128,9 @@ def test_ignored_targets_do_not_count():
     with torch.no_grad():
         logits = model(ids).logits
         loss = model(ids, targets=targets).loss
-    ref = torch.nn.functional.cross_entropy(logits[:, 6:].flatten(0, 1), ids[:, 6:].flatten())
+    ref = torch.nn.functional.cross_entropy(
+        logits[:, 6:].flatten(0, 1), ids[:, 6:].flatten()
+    )
     torch.testing.assert_close(loss, ref)
 
 
@@ -108,43 +145,73 @@ def test_tied_weights_and_gpt2_residual_init():
     assert abs(big.blocks[0].attn.qkv.weight.std().item() - 0.02) < 0.002
     post = GPT(gpt_config("gpt-tiny", vocab_size=50, n_layer=8, d_model=128, d_ff=512))
     assert abs(post.blocks[0].attn.o.weight.std().item() - 0.02) < 0.002
-    assert isinstance(post.ln_f, torch.nn.Identity) and isinstance(big.ln_f, torch.nn.LayerNorm)
+    assert isinstance(post.ln_f, torch.nn.Identity) and isinstance(
+        big.ln_f, torch.nn.LayerNorm
+    )
 
 
 def test_generation_is_reproducible_and_cache_agnostic():
     model, ids = _model(True), _ids(T=4)
-    a = model.generate(ids, 30, temperature=1.0, top_k=10, generator=torch.Generator().manual_seed(3))
-    b = model.generate(ids, 30, temperature=1.0, top_k=10, generator=torch.Generator().manual_seed(3))
-    c = model.generate(ids, 30, temperature=1.0, top_k=10, generator=torch.Generator().manual_seed(3),
-                       use_cache=False)
-    assert a.shape == (2, 34) and torch.equal(a, b) and torch.equal(a, c)  # 34 > max_len: the window slid
+    a = model.generate(
+        ids, 30, temperature=1.0, top_k=10, generator=torch.Generator().manual_seed(3)
+    )
+    b = model.generate(
+        ids, 30, temperature=1.0, top_k=10, generator=torch.Generator().manual_seed(3)
+    )
+    c = model.generate(
+        ids,
+        30,
+        temperature=1.0,
+        top_k=10,
+        generator=torch.Generator().manual_seed(3),
+        use_cache=False,
+    )
+    # 34 > max_len: the window slid
+    assert a.shape == (2, 34) and torch.equal(a, b) and torch.equal(a, c)
     g1 = model.generate(ids, 8, temperature=0)
-    g2 = model.generate(ids, 8, temperature=0.5, top_k=1, generator=torch.Generator().manual_seed(1))
+    g2 = model.generate(
+        ids, 8, temperature=0.5, top_k=1, generator=torch.Generator().manual_seed(1)
+    )
     assert torch.equal(g1, g2)  # top-k = 1 is greedy
 
 
 def test_filter_logits_top_k_and_top_p():
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]]))
-    assert torch.isfinite(filter_logits(logits, top_k=2)).tolist() == [[True, True, False, False]]
-    assert torch.isfinite(filter_logits(logits, top_p=0.8)).tolist() == [[True, True, False, False]]
-    assert torch.isfinite(filter_logits(logits, top_p=0.81)).tolist() == [[True, True, True, False]]
-    assert torch.isfinite(filter_logits(logits, top_p=0.1)).tolist() == [[True, False, False, False]]
+    assert torch.isfinite(filter_logits(logits, top_k=2)).tolist() == [
+        [True, True, False, False]
+    ]
+    assert torch.isfinite(filter_logits(logits, top_p=0.8)).tolist() == [
+        [True, True, False, False]
+    ]
+    assert torch.isfinite(filter_logits(logits, top_p=0.81)).tolist() == [
+        [True, True, True, False]
+    ]
+    assert torch.isfinite(filter_logits(logits, top_p=0.1)).tolist() == [
+        [True, False, False, False]
+    ]
     assert torch.isfinite(filter_logits(logits, top_p=1.0)).all()
     shuffled = logits[:, [2, 0, 3, 1]]
-    assert torch.isfinite(filter_logits(shuffled, top_p=0.8)).tolist() == [[False, True, False, True]]
+    assert torch.isfinite(filter_logits(shuffled, top_p=0.8)).tolist() == [
+        [False, True, False, True]
+    ]
     g = torch.Generator().manual_seed(0)
-    draws = torch.stack([sample_next(logits, 1.0, top_p=0.8, generator=g) for _ in range(200)])
+    draws = torch.stack(
+        [sample_next(logits, 1.0, top_p=0.8, generator=g) for _ in range(200)]
+    )
     assert set(draws.flatten().tolist()) == {0, 1}
 
 
-@pytest.mark.parametrize("kwargs, word", [
-    (dict(temperature=-0.5), "temperature"),
-    (dict(top_p=0.0), "top_p"),
-    (dict(top_p=1.5), "top_p"),
-    (dict(top_k=0), "top_k"),
-    (dict(top_k=51), "top_k"),
-    (dict(max_new_tokens=-1), "max_new_tokens"),
-])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        (dict(temperature=-0.5), "temperature"),
+        (dict(top_p=0.0), "top_p"),
+        (dict(top_p=1.5), "top_p"),
+        (dict(top_k=0), "top_k"),
+        (dict(top_k=51), "top_k"),
+        (dict(max_new_tokens=-1), "max_new_tokens"),
+    ],
+)
 def test_bad_generation_arguments(kwargs, word):
     model = _model(False)
     args = dict(max_new_tokens=3)
@@ -168,7 +235,10 @@ def test_bad_inputs():
 
 
 def test_loading_a_checkpoint_of_another_shape_names_the_tensor():
-    small, wide = _model(False), GPT(gpt_config("gpt-tiny", vocab_size=50, max_len=24, d_model=32, d_ff=64))
+    small, wide = (
+        _model(False),
+        GPT(gpt_config("gpt-tiny", vocab_size=50, max_len=24, d_model=32, d_ff=64)),
+    )
     with pytest.raises(ValueError, match=r"embed\.tok\.weight.*d_model=64"):
         small.load_state_dict(wide.state_dict())
     other = _model(False)
@@ -176,12 +246,18 @@ def test_loading_a_checkpoint_of_another_shape_names_the_tensor():
     assert torch.equal(other(_ids()).logits, small(_ids()).logits)
 
 
-# Parameter counts of the papers' sizes, built on the meta device (nothing is allocated).
-# GPT-2's paper reported 117M/345M/762M/1542M; the released checkpoints have 124M/355M/774M/1558M
-# (the first counts omitted the position table and used a smaller vocabulary estimate; OpenAI later
-# corrected the numbers in their model card). GPT's 117M is the 116.5M below, rounded.
-PAPER = {"gpt": (116_534_784, 117e6), "gpt2": (124_439_808, 124e6), "gpt2-medium": (354_823_168, 355e6),
-         "gpt2-large": (774_030_080, 774e6), "gpt2-xl": (1_557_611_200, 1558e6)}
+# Parameter counts of the papers' sizes, built on the meta device (nothing is
+# allocated). # GPT-2's paper reported 117M/345M/762M/1542M; the released checkpoints
+# have 124M/355M/774M/1558M # (the first counts omitted the position table and used a
+# smaller vocabulary estimate; OpenAI later # corrected the numbers in their model
+# card). GPT's 117M is the 116.5M below, rounded.
+PAPER = {
+    "gpt": (116_534_784, 117e6),
+    "gpt2": (124_439_808, 124e6),
+    "gpt2-medium": (354_823_168, 355e6),
+    "gpt2-large": (774_030_080, 774e6),
+    "gpt2-xl": (1_557_611_200, 1558e6),
+}
 
 
 @pytest.mark.parametrize("name", sorted(PAPER))
@@ -200,28 +276,40 @@ def test_log_likelihood_of_padded_continuations():
     padded = torch.zeros(2, 9, dtype=torch.long)
     padded[0], padded[1, :6] = a[0], b[0]
     both = model.log_likelihood(padded, torch.tensor([3, 3]), torch.tensor([9, 6]))
-    torch.testing.assert_close(both, torch.cat([model.log_likelihood(a, 3), model.log_likelihood(b, 3)]))
+    torch.testing.assert_close(
+        both, torch.cat([model.log_likelihood(a, 3), model.log_likelihood(b, 3)])
+    )
     with torch.no_grad():
         logp = model(a).logits.log_softmax(-1)
     ref = sum(logp[0, t - 1, a[0, t]] for t in range(3, 9))
     torch.testing.assert_close(model.log_likelihood(a, 3)[0], ref)
 
 
-@pytest.mark.parametrize("mode, C, n_out", [("classify", 1, 3), ("sum", 2, 3), ("choice", 4, 1)])
+@pytest.mark.parametrize(
+    "mode, C, n_out", [("classify", 1, 3), ("sum", 2, 3), ("choice", 4, 1)]
+)
 def test_task_head_shapes_and_auxiliary_loss(mode, C, n_out):
     from ptlm_lite.gpt import GPTForTask
     from ptlm_lite.recipes.gpt import collate_task, task_inputs
+
     torch.manual_seed(0)
     gpt = GPT(gpt_config("gpt-tiny", vocab_size=50, dropout=0.0))
     enc = lambda s: [10 + (ord(ch) % 30) for ch in s]  # noqa: E731
-    task, ex = {"classify": ("classification", {"text": "abc"}),
-                "sum": ("similarity", {"a": "ab", "b": "cde"}),
-                "choice": ("multiple_choice", {"context": "ab", "endings": ["c", "dd", "e", "fff"]})}[mode]
+    task, ex = {
+        "classify": ("classification", {"text": "abc"}),
+        "sum": ("similarity", {"a": "ab", "b": "cde"}),
+        "choice": (
+            "multiple_choice",
+            {"context": "ab", "endings": ["c", "dd", "e", "fff"]},
+        ),
+    }[mode]
     seqs = task_inputs(task, ex, enc, 5, 3, 2)
     assert len(seqs) == C and all(s[0] == 5 and s[-1] == 2 for s in seqs)
     batch = collate_task([seqs, seqs], labels=[0, 0])
     out = GPTForTask(gpt, 3 if mode != "choice" else 1, mode, lm_weight=0.5)(**batch)
     assert out.logits.shape == (2, 3 if mode != "choice" else C)
-    torch.testing.assert_close(out.loss, out.extra["task_loss"] + 0.5 * out.extra["lm_loss"])
+    torch.testing.assert_close(
+        out.loss, out.extra["task_loss"] + 0.5 * out.extra["lm_loss"]
+    )
     with pytest.raises(ValueError, match="task"):
         task_inputs("translation", ex, enc, 5, 3, 2)

@@ -1,7 +1,9 @@
-"""ptlm_lite's GPT loads Hugging Face GPT / GPT-2 weights and reproduces their logits (fp32).
+"""ptlm_lite's GPT loads Hugging Face GPT / GPT-2 weights and reproduces their logits
+(fp32).
 
 The references are built from tiny random configs: nothing is downloaded.
 """
+
 import pytest
 import torch
 
@@ -21,7 +23,8 @@ def _hf(kind, **extra):
     else:
         cfg = transformers.GPT2Config(**TINY, **extra)
         model = transformers.GPT2LMHeadModel(cfg)
-    with torch.no_grad():  # random biases and LayerNorm gains too, so a wrong mapping cannot hide
+    # random biases and LayerNorm gains too, so a wrong mapping cannot hide
+    with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("bias") or "ln" in name:
                 p.add_(0.1 * torch.randn_like(p))
@@ -35,14 +38,19 @@ def pair(request):
 
 
 def _ids(B=2, T=17, seed=1):
-    return torch.randint(0, TINY["vocab_size"], (B, T), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(
+        0, TINY["vocab_size"], (B, T), generator=torch.Generator().manual_seed(seed)
+    )
 
 
 def test_config_maps_the_switches():
     assert config_from_hf(_hf("openai-gpt").config).pre_norm is False
     c = config_from_hf(_hf("gpt2").config)
     assert c.pre_norm is True and c.activation == "gelu_tanh" and c.pos == "learned"
-    assert config_from_hf(_hf("gpt2", activation_function="gelu").config).activation == "gelu"
+    assert (
+        config_from_hf(_hf("gpt2", activation_function="gelu").config).activation
+        == "gelu"
+    )
 
 
 def test_logits_match(pair):
@@ -83,7 +91,7 @@ def test_kv_cache_matches_reference(pair):
         cache = ours.new_cache()
         parts = [ours(ids[:, :7], cache=cache).logits]
         for t in range(7, 20):  # one token at a time, as in generation
-            parts.append(ours(ids[:, t:t + 1], cache=cache).logits)
+            parts.append(ours(ids[:, t : t + 1], cache=cache).logits)
     torch.testing.assert_close(torch.cat(parts, dim=1), ref, atol=1e-5, rtol=1e-5)
 
 
@@ -91,8 +99,13 @@ def test_greedy_generation_matches_reference(pair):
     hf, ours = pair
     ids = _ids(B=2, T=5)
     with torch.no_grad():
-        ref = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, do_sample=False,
-                          pad_token_id=0)
+        ref = hf.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=10,
+            do_sample=False,
+            pad_token_id=0,
+        )
     for use_cache in (True, False):
         got = ours.generate(ids, max_new_tokens=10, temperature=0, use_cache=use_cache)
         assert torch.equal(got, ref)

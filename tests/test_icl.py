@@ -1,4 +1,7 @@
-"""Synthetic in-context learning tasks: layout, families, the k-shot reading of a sequence."""
+"""Synthetic in-context learning tasks: layout, families, the k-shot reading of a
+sequence.
+"""
+
 import pytest
 import torch
 
@@ -13,7 +16,7 @@ def test_layout_and_targets():
     assert (b["ids"][:, 0] == T.BOS).all()
     assert torch.equal(b["ids"][:, 1::2], T.query_token(b["x"]))
     assert torch.equal(b["ids"][:, 2::2], T.answer_token(b["x"], b["y"]))
-    assert torch.equal(b["targets"][:, 1::2], b["ids"][:, 2::2])        # answers only
+    assert torch.equal(b["targets"][:, 1::2], b["ids"][:, 2::2])  # answers only
     assert (b["targets"][:, 0::2] == IGNORE).all()
 
 
@@ -24,11 +27,16 @@ def test_families_follow_their_rule_within_a_sequence():
         for x, y in zip(b["x"], b["y"]):
             table = {}
             for xi, yi in zip(x.tolist(), y.tolist()):
-                assert table.setdefault(xi, yi) == yi                      # a function of x
+                # a function of x
+                assert table.setdefault(xi, yi) == yi
             if fam == "shift":
-                assert len({(yi - xi) % 8 for xi, yi in zip(x.tolist(), y.tolist())}) == 1
+                assert (
+                    len({(yi - xi) % 8 for xi, yi in zip(x.tolist(), y.tolist())}) == 1
+                )
             if fam == "reverse":
-                assert len({(yi + xi) % 8 for xi, yi in zip(x.tolist(), y.tolist())}) == 1
+                assert (
+                    len({(yi + xi) % 8 for xi, yi in zip(x.tolist(), y.tolist())}) == 1
+                )
     with pytest.raises(ValueError, match="family"):
         T.mappings("nope", 1, g)
 
@@ -44,6 +52,9 @@ def test_seen_prompt_names_and_label_logits():
     got = T.label_logits(logits, torch.tensor([0, 2]))
     assert torch.equal(got, torch.tensor([[4.0, 5.0], [8.0, 9.0]]))
     seq = T.sequences(1, 4, "shift", torch.Generator().manual_seed(3))
-    k = 2                                                                  # the 2-shot prompt is a prefix
+    # the 2-shot prompt is a prefix
+    k = 2
     x, y = seq["x"][0].tolist(), seq["y"][0].tolist()
-    assert torch.equal(T.prompt(list(zip(x[:k], y[:k])), x[k]), seq["ids"][0, :2 * k + 2])
+    assert torch.equal(
+        T.prompt(list(zip(x[:k], y[:k])), x[k]), seq["ids"][0, : 2 * k + 2]
+    )

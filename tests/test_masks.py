@@ -1,4 +1,7 @@
-"""Masks: the pictures in the docstrings are what the functions return, and bad input is refused."""
+"""Masks: the pictures in the docstrings are what the functions return, and bad input is
+refused.
+"""
+
 import re
 
 import pytest
@@ -69,15 +72,18 @@ def test_draw_roundtrip():
     assert masks.draw(masks.causal_mask(2)) == "■ ·\n■ ■"
 
 
-@pytest.mark.parametrize("call, words", [
-    (lambda: masks.causal_mask(0), "T must be a positive integer"),
-    (lambda: masks.causal_mask(3, memory=-1), "memory"),
-    (lambda: masks.padding_mask(torch.ones(2, 3)), "valid must be a (B, T) bool"),
-    (lambda: masks.prefix_mask(3, 4), "prefix must be an integer in [0, T=3]"),
-    (lambda: masks.permutation_masks([0, 0, 1]), "permutation of range(3)"),
-    (lambda: masks.permutation_masks([0.5, 1.0]), "1-D sequence of integers"),
-    (lambda: masks.combine(torch.ones(2, 2)), "bool"),
-])
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda: masks.causal_mask(0), "T must be a positive integer"),
+        (lambda: masks.causal_mask(3, memory=-1), "memory"),
+        (lambda: masks.padding_mask(torch.ones(2, 3)), "valid must be a (B, T) bool"),
+        (lambda: masks.prefix_mask(3, 4), "prefix must be an integer in [0, T=3]"),
+        (lambda: masks.permutation_masks([0, 0, 1]), "permutation of range(3)"),
+        (lambda: masks.permutation_masks([0.5, 1.0]), "1-D sequence of integers"),
+        (lambda: masks.combine(torch.ones(2, 2)), "bool"),
+    ],
+)
 def test_bad_input(call, words):
     with pytest.raises((ValueError, TypeError)) as e:
         call()

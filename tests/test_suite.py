@@ -1,4 +1,7 @@
-"""The evaluation suite: fixed splits, honest baselines, and test facts that only pre-training saw."""
+"""The evaluation suite: fixed splits, honest baselines, and test facts that only
+pre-training saw.
+"""
+
 import re
 from collections import Counter
 
@@ -24,7 +27,10 @@ def test_the_suite_has_every_form_and_flags_the_surface_tasks(tasks):
     assert {t.kind for t in tasks.values()} == {"single", "pair", "choice"}
     assert not tasks["kind_from_sentence"].needs_pretraining
     assert not tasks["kind_from_name"].needs_pretraining
-    assert all(tasks[n].needs_pretraining for n in ("favourite_colour", "relation_check", "fact_cloze", "slot_filler"))
+    assert all(
+        tasks[n].needs_pretraining
+        for n in ("favourite_colour", "relation_check", "fact_cloze", "slot_filler")
+    )
     for t in tasks.values():
         assert t.description and t.labels and t.train and t.test
         assert t.chance == pytest.approx(1 / len(t.labels))
@@ -36,24 +42,30 @@ def test_splits_are_fixed(tasks):
     for name, t in tasks.items():
         assert t.train == again[name].train and t.test == again[name].test
     assert suite.get("fact_cloze").test == tasks["fact_cloze"].test
-    assert suite.get("relation_check", world_seed=1).test != tasks["relation_check"].test
+    assert (
+        suite.get("relation_check", world_seed=1).test != tasks["relation_check"].test
+    )
 
 
 def test_balanced_or_majority_reported(tasks):
     for t in tasks.values():
         shares = t.balance("test")
         assert sum(shares.values()) == pytest.approx(1)
-        assert t.majority == pytest.approx(max(shares.values()))  # what a constant answer scores at best
+        # what a constant answer scores at best
+        assert t.majority == pytest.approx(max(shares.values()))
         assert t.majority >= t.chance
-    for name in ("relation_check", "fact_cloze", "slot_filler"):  # balanced by construction
+    # balanced by construction
+    for name in ("relation_check", "fact_cloze", "slot_filler"):
         for split in ("train", "test"):
             assert max(tasks[name].balance(split).values()) <= tasks[name].chance + 0.01
-    assert tasks["kind_from_sentence"].majority > 0.6  # mostly people: the majority share is the bar
+    # mostly people: the majority share is the bar
+    assert tasks["kind_from_sentence"].majority > 0.6
 
 
 def test_no_value_is_more_often_right_than_wrong(tasks):
-    """Negatives and distractors are the right answers shuffled: a model that learns how often a
-    city or a colour is the answer learns nothing."""
+    """Negatives and distractors are the right answers shuffled: a model that learns how
+    often a city or a colour is the answer learns nothing.
+    """
     for split in ("train", "test"):
         pairs = getattr(tasks["relation_check"], split)
         yes = Counter((e["relation"], e["b"]) for e in pairs if e["label"] == 1)
@@ -63,7 +75,8 @@ def test_no_value_is_more_often_right_than_wrong(tasks):
         right = Counter((e["relation"], e["endings"][e["label"]]) for e in cloze)
         seen = Counter((e["relation"], c) for e in cloze for c in e["endings"])
         off = [k for k in seen if seen[k] != 4 * right[k]]
-        assert len(off) <= 0.05 * len(seen), off  # a few repairs where no swap was possible
+        # a few repairs where no swap was possible
+        assert len(off) <= 0.05 * len(seen), off
 
 
 def test_test_entities_are_never_in_fine_tuning_train(tasks, world):
@@ -83,11 +96,13 @@ def test_test_facts_are_in_the_pretraining_documents_and_not_in_the_input(tasks,
     for name in ("favourite_colour", "relation_check", "fact_cloze"):
         t = tasks[name]
         for e in t.test:
-            assert e["evidence"] in docs[e["entity"]]  # the fact was in the pre-training text
+            # the fact was in the pre-training text
+            assert e["evidence"] in docs[e["entity"]]
             if t.kind == "single":
                 answer, inputs = t.labels[e["label"]], e["text"]
             elif t.kind == "pair":
-                answer, inputs = e["evidence"], e["a"] + " " + e["b"]  # the fact is not stated
+                # the fact is not stated
+                answer, inputs = e["evidence"], e["a"] + " " + e["b"]
             else:
                 answer, inputs = e["endings"][e["label"]], e["context"]
             assert answer in e["evidence"] and answer not in inputs
@@ -113,7 +128,11 @@ def test_cloze_candidates_are_distinct_and_of_the_right_kind(tasks, world):
 
 def test_subset_recomputes_the_majority(tasks):
     t = tasks["kind_from_sentence"].subset(40, 20)
-    assert len(t.train) == 40 and len(t.test) == 20 and t.test == tasks["kind_from_sentence"].test[:20]
+    assert (
+        len(t.train) == 40
+        and len(t.test) == 20
+        and t.test == tasks["kind_from_sentence"].test[:20]
+    )
     assert t.majority == pytest.approx(max(t.balance("test").values()))
     with pytest.raises(ValueError):
         t.subset(0, 10)
@@ -129,13 +148,14 @@ def test_surface_baseline_solves_the_surface_tasks_only(tasks):
     for t in tasks.values():
         s = suite.surface_baseline(t)
         assert len(s["predictions"]) == len(t.test)
-        if t.needs_pretraining:  # the input's characters alone do not beat a constant answer
+        # the input's characters alone do not beat a constant answer
+        if t.needs_pretraining:
             assert s["accuracy"] <= t.majority + 0.05, (t.name, s["accuracy"])
         else:
             assert s["accuracy"] > t.majority + 0.15, (t.name, s["accuracy"])
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # slot_filler: the kind of word a slot takes, asked about words fine-tuning never shows
 
 
@@ -150,13 +170,20 @@ def test_slot_filler_pairs_a_colour_with_an_occupation_and_the_right_one_fits(ta
         for e in questions:
             assert sorted(kinds[w] for w in e["endings"]) == ["colour", "occupation"]
             assert kinds[e["endings"][e["label"]]] == e["slot"]
-            assert e["context"].endswith(" is" if e["slot"] == "colour" else "-year-old")
-        # every word is as often right as wrong, and each slot is asked as often as the other
+            assert e["context"].endswith(
+                " is" if e["slot"] == "colour" else "-year-old"
+            )
+        # every word is as often right as wrong, and each slot is asked as often as the
+        # other
         right = Counter(e["endings"][e["label"]] for e in questions)
-        wrong = Counter(w for e in questions for i, w in enumerate(e["endings"]) if i != e["label"])
+        wrong = Counter(
+            w for e in questions for i, w in enumerate(e["endings"]) if i != e["label"]
+        )
         assert right == wrong
-        assert Counter(e["slot"] for e in questions) == {"colour": len(questions) // 2,
-                                                          "occupation": len(questions) // 2}
+        assert Counter(e["slot"] for e in questions) == {
+            "colour": len(questions) // 2,
+            "occupation": len(questions) // 2,
+        }
 
 
 def test_slot_filler_test_words_never_occur_in_fine_tuning(tasks):
@@ -164,33 +191,57 @@ def test_slot_filler_test_words_never_occur_in_fine_tuning(tasks):
     train_words = {w for e in t.train for w in e["endings"]}
     test_words = {w for e in t.test for w in e["endings"]}
     assert train_words == {w for ws in suite.FILLER_TRAIN_WORDS.values() for w in ws}
-    assert test_words == set(COLOURS + OCCUPATIONS) - train_words and len(test_words) == 12
-    seen = set().union(*(_words(e["context"] + " " + " ".join(e["endings"])) for e in t.train))
+    assert (
+        test_words == set(COLOURS + OCCUPATIONS) - train_words and len(test_words) == 12
+    )
+    seen = set().union(
+        *(_words(e["context"] + " " + " ".join(e["endings"])) for e in t.train)
+    )
     assert not test_words & seen  # not as an ending, not inside a context either
 
 
 def test_slot_filler_words_fill_their_slot_in_the_pretraining_documents(tasks, world):
-    """What pre-training can teach: each test word fills its slot in a dozen documents or more."""
+    """What pre-training can teach: each test word fills its slot in a dozen documents
+    or more.
+    """
     text = world.text()
     for c in COLOURS:
-        assert len(re.findall(rf"favourite colour of [A-Za-z ]+ is {c}\.", text)) >= 10, c
+        assert (
+            len(re.findall(rf"favourite colour of [A-Za-z ]+ is {c}\.", text)) >= 10
+        ), c
     for o in OCCUPATIONS:
         assert len(re.findall(rf"-year-old {o}\.", text)) >= 5, o
     for e in tasks["slot_filler"].test:
-        assert e["evidence"] in text and e["evidence"].rstrip(".").endswith(e["endings"][e["label"]])
+        assert e["evidence"] in text and e["evidence"].rstrip(".").endswith(
+            e["endings"][e["label"]]
+        )
 
 
 @pytest.mark.slow
 def test_slot_filler_training_words_have_one_length_in_both_book_tokenizers():
-    """Fine-tuning words of 3 pieces each: length, which tells an occupation from a colour among the
-    test words, is no signal during fine-tuning (loads the book's two tokenizers)."""
+    """Fine-tuning words of 3 pieces each: length, which tells an occupation from a
+    colour among the test words, is no signal during fine-tuning (loads the book's two
+    tokenizers).
+    """
     from ptlm_lite.data import shakespeare_tokenizer
 
-    for tok, prefix in ((shakespeare_tokenizer("wordpiece"), ""), (shakespeare_tokenizer("bpe"), " ")):
-        lengths = {w: len(tok.encode(prefix + w)) for ws in suite.FILLER_TRAIN_WORDS.values() for w in ws}
+    for tok, prefix in (
+        (shakespeare_tokenizer("wordpiece"), ""),
+        (shakespeare_tokenizer("bpe"), " "),
+    ):
+        lengths = {
+            w: len(tok.encode(prefix + w))
+            for ws in suite.FILLER_TRAIN_WORDS.values()
+            for w in ws
+        }
         assert set(lengths.values()) == {3}, lengths
-        # ...while among the test words every occupation is longer than every colour: the shortcut
-        # a model fine-tuned on all 20 words would learn, and the reason for the length-matched split
-        test_len = {w: len(tok.encode(prefix + w)) for w in COLOURS + OCCUPATIONS if w not in lengths}
+        # ...while among the test words every occupation is longer than every colour:
+        # the shortcut # a model fine-tuned on all 20 words would learn, and the reason
+        # for the length-matched split
+        test_len = {
+            w: len(tok.encode(prefix + w))
+            for w in COLOURS + OCCUPATIONS
+            if w not in lengths
+        }
         longest_colour = max(test_len[c] for c in COLOURS if c in test_len)
         assert all(test_len[o] > longest_colour for o in OCCUPATIONS if o in test_len)

@@ -1,4 +1,5 @@
 """The training loop: schedules, determinism, errors instead of NaN."""
+
 import math
 
 import pytest
@@ -9,7 +10,7 @@ import ptlm_lite as P
 
 def test_inverse_sqrt_is_the_papers_formula_rescaled():
     d, w = 512, 4000
-    paper = lambda s: d ** -0.5 * min(s ** -0.5, s * w ** -1.5)  # noqa: E731
+    paper = lambda s: d**-0.5 * min(s**-0.5, s * w**-1.5)  # noqa: E731
     ours = P.lr_schedule("inverse_sqrt", warmup=w)
     for s in (1, 100, 4000, 10000, 100000):
         assert math.isclose(ours(s) * paper(w), paper(s), rel_tol=1e-9)
@@ -23,12 +24,18 @@ def test_warmup_ramps(name):
         assert f(100) == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("call, words", [
-    (lambda: P.lr_schedule("constant", warmup=-5), "warmup must be a non-negative integer"),
-    (lambda: P.lr_schedule("cosine", warmup=10, total=5), "needs total"),
-    (lambda: P.lr_schedule("triangle"), "unknown schedule"),
-    (lambda: P.auto_device("tpu"), "prefer must be"),
-])
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (
+            lambda: P.lr_schedule("constant", warmup=-5),
+            "warmup must be a non-negative integer",
+        ),
+        (lambda: P.lr_schedule("cosine", warmup=10, total=5), "needs total"),
+        (lambda: P.lr_schedule("triangle"), "unknown schedule"),
+        (lambda: P.auto_device("tpu"), "prefer must be"),
+    ],
+)
 def test_bad_schedule(call, words):
     with pytest.raises(ValueError, match=words):
         call()
@@ -53,7 +60,8 @@ def data(step):
 def test_same_seed_same_numbers():
     runs = []
     for _ in range(2):
-        torch.manual_seed(123)  # a different global state must not matter: train() seeds
+        # a different global state must not matter: train() seeds
+        torch.manual_seed(123)
         m = Tiny()
         P.set_seed(0)
         m = Tiny()
@@ -63,16 +71,27 @@ def test_same_seed_same_numbers():
 
 
 def test_eval_hook_and_history():
-    h = P.train(Tiny(), data, steps=20, lr=0.05, eval_fn=lambda m: {"w": float(m.lin.weight.sum())},
-                eval_every=10, progress=False)
+    h = P.train(
+        Tiny(),
+        data,
+        steps=20,
+        lr=0.05,
+        eval_fn=lambda m: {"w": float(m.lin.weight.sum())},
+        eval_every=10,
+        progress=False,
+    )
     assert [s for s, _ in h.evals] == [10, 20]
     assert len(h.losses) == len(h.lrs) == 20
 
 
 def test_nan_loss_is_an_error():
     with pytest.raises(FloatingPointError, match="lower lr"):
-        P.train(Tiny(), lambda s: {"x": torch.full((2, 4), float("nan")), "y": torch.zeros(2, 1)},
-                steps=3, progress=False)
+        P.train(
+            Tiny(),
+            lambda s: {"x": torch.full((2, 4), float("nan")), "y": torch.zeros(2, 1)},
+            steps=3,
+            progress=False,
+        )
 
 
 def test_iterable_batches_cycle_and_empty_is_error():

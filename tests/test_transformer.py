@@ -1,4 +1,7 @@
-"""The encoder-decoder Transformer: leak tests for its three masks, shapes, learning, bad input."""
+"""The encoder-decoder Transformer: leak tests for its three masks, shapes, learning,
+bad input.
+"""
+
 import random
 
 import pytest
@@ -28,8 +31,11 @@ def test_decoder_causal_leak(pre_norm):
         changed = tgt.clone()
         changed[:, t] = (changed[:, t] + 1 - 3) % 17 + 3
         out = m(src, changed).logits
-        assert torch.allclose(out[:, :t], base[:, :t], atol=1e-5), f"position < {t} saw token {t}"
-        assert not torch.allclose(out[:, t:], base[:, t:], atol=1e-5)  # the test can fail
+        assert torch.allclose(out[:, :t], base[:, :t], atol=1e-5), (
+            f"position < {t} saw token {t}"
+        )
+        # the test can fail
+        assert not torch.allclose(out[:, t:], base[:, t:], atol=1e-5)
 
 
 def test_encoder_padding_leak():
@@ -39,10 +45,18 @@ def test_encoder_padding_leak():
     src[:, 5:] = 0  # pad_id
     base = m(src, tgt).logits
     memory = m.encode(src)[0]
-    # Overwrite the padded positions' embeddings through a hook: ids stay pads, vectors change.
-    handle = m.embed.register_forward_hook(lambda mod, inp, out: out.index_put(
-        (torch.arange(2)[:, None], torch.tensor([5, 6])[None]), torch.randn(2, 2, out.shape[-1]) * 10)
-        if inp[0].shape == src.shape and torch.equal(inp[0], src) else out)
+    # Overwrite the padded positions' embeddings through a hook: ids stay pads, vectors
+    # change.
+    handle = m.embed.register_forward_hook(
+        lambda mod, inp, out: (
+            out.index_put(
+                (torch.arange(2)[:, None], torch.tensor([5, 6])[None]),
+                torch.randn(2, 2, out.shape[-1]) * 10,
+            )
+            if inp[0].shape == src.shape and torch.equal(inp[0], src)
+            else out
+        )
+    )
     try:
         memory2 = m.encode(src)[0]
         out = m(src, tgt).logits
@@ -100,7 +114,10 @@ def test_learns_dates_quickly():
     batch = task.batch(32, rng)
     hist = P.train(m, [batch], steps=150, lr=3e-3, warmup=20, progress=False)
     assert hist.losses[-1] < 0.2 * hist.losses[0]
-    pairs = [(task.vocab.decode(s), task.vocab.decode(t)) for s, t in zip(batch["src"][:8], batch["tgt_out"][:8])]
+    pairs = [
+        (task.vocab.decode(s), task.vocab.decode(t))
+        for s, t in zip(batch["src"][:8], batch["tgt_out"][:8])
+    ]
     assert task.exact_match(m, pairs) >= 0.75  # memorised the batch
 
 
@@ -110,15 +127,27 @@ def test_generate_stops_and_pads():
     assert out.shape[0] == 3 and out.shape[1] <= 6
 
 
-@pytest.mark.parametrize("call, words", [
-    (lambda: P.preset("tiny", d_model=30, n_head=4), "d_model (30) must be divisible by n_head (4)"),
-    (lambda: P.preset("huge"), "unknown preset 'huge'"),
-    (lambda: model()(ids(1, 17), ids(1, 3)), "longer than max_len=16"),
-    (lambda: model()(ids(1, 3).float(), ids(1, 3)), "ids must be a (B, T) integer tensor"),
-    (lambda: model().generate(ids(1, 3), 1, 2, max_new_tokens=40), "max_new_tokens"),
-    (lambda: P.Config(pos="rotary"), "pos must be"),
-    (lambda: P.Config(dropout=1.5), "dropout must be in [0, 1)"),
-])
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (
+            lambda: P.preset("tiny", d_model=30, n_head=4),
+            "d_model (30) must be divisible by n_head (4)",
+        ),
+        (lambda: P.preset("huge"), "unknown preset 'huge'"),
+        (lambda: model()(ids(1, 17), ids(1, 3)), "longer than max_len=16"),
+        (
+            lambda: model()(ids(1, 3).float(), ids(1, 3)),
+            "ids must be a (B, T) integer tensor",
+        ),
+        (
+            lambda: model().generate(ids(1, 3), 1, 2, max_new_tokens=40),
+            "max_new_tokens",
+        ),
+        (lambda: P.Config(pos="rotary"), "pos must be"),
+        (lambda: P.Config(dropout=1.5), "dropout must be in [0, 1)"),
+    ],
+)
 def test_bad_input(call, words):
     with pytest.raises((ValueError, TypeError)) as e:
         call()

@@ -1,4 +1,7 @@
-"""The verdict rule (ptlm_lite.verdict): one rule for every chapter's "does the claim show up?"."""
+"""The verdict rule (ptlm_lite.verdict): one rule for every chapter's "does the claim
+show up?".
+"""
+
 import doctest
 import math
 
@@ -6,15 +9,33 @@ import numpy as np
 import pytest
 
 from ptlm_lite import verdict as V
-from ptlm_lite.verdict import (NO_EFFECT, OPPOSITE, SHOWS_UP, TOO_NOISY, beats_baseline, majority_baseline, trend,
-                               verdict)
+from ptlm_lite.verdict import (
+    NO_EFFECT,
+    OPPOSITE,
+    SHOWS_UP,
+    TOO_NOISY,
+    beats_baseline,
+    majority_baseline,
+    trend,
+    verdict,
+)
 
 
 # --- t quantiles without scipy
 
 
-@pytest.mark.parametrize("df, want", [(1, 12.7062), (2, 4.3027), (3, 3.1824), (5, 2.5706), (10, 2.2281),
-                                      (30, 2.0423), (math.inf, 1.9600)])
+@pytest.mark.parametrize(
+    "df, want",
+    [
+        (1, 12.7062),
+        (2, 4.3027),
+        (3, 3.1824),
+        (5, 2.5706),
+        (10, 2.2281),
+        (30, 2.0423),
+        (math.inf, 1.9600),
+    ],
+)
 def test_t_quantile_matches_the_printed_table(df, want):
     assert V.t_quantile(0.975, df) == pytest.approx(want, abs=1e-4)
 
@@ -43,7 +64,9 @@ def test_welch_interval_agrees_with_scipy():
     v = verdict({"a": a, "b": b}, better="a", worse="b", min_effect=0.0)
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     assert (v.low, v.high) == pytest.approx((ci.low, ci.high), rel=1e-6)
-    p = verdict({"a": a[:3], "b": b}, better="a", worse="b", min_effect=0.0, paired=True)
+    p = verdict(
+        {"a": a[:3], "b": b}, better="a", worse="b", min_effect=0.0, paired=True
+    )
     ci = stats.ttest_rel(a[:3], b).confidence_interval(0.95)
     assert (p.low, p.high) == pytest.approx((ci.low, ci.high), rel=1e-6)
 
@@ -56,9 +79,10 @@ def test_rule_on_intervals():
     assert V._rule(0.03, 0.2, m) == SHOWS_UP
     assert V._rule(-0.2, -0.03, m) == OPPOSITE
     assert V._rule(-0.01, 0.015, m) == NO_EFFECT
-    assert V._rule(0.01, 0.05, m) == TOO_NOISY           # straddles +min_effect
+    assert V._rule(0.01, 0.05, m) == TOO_NOISY  # straddles +min_effect
     assert V._rule(-0.05, 0.05, m) == TOO_NOISY
-    assert V._rule(0.0, 0.0, 0.0) == NO_EFFECT            # no effect measured exactly, and none required
+    # no effect measured exactly, and none required
+    assert V._rule(0.0, 0.0, 0.0) == NO_EFFECT
 
 
 def test_equal_conditions_never_show_up():
@@ -74,63 +98,137 @@ def test_equal_conditions_never_show_up():
 
 def test_clearly_separated_shows_up_and_reversed_shows_the_opposite():
     results = {"pre-trained": [0.81, 0.84, 0.80], "random init": [0.62, 0.60, 0.66]}
-    v = verdict(results, better="pre-trained", worse="random init", min_effect=0.02, metric="accuracy")
+    v = verdict(
+        results,
+        better="pre-trained",
+        worse="random init",
+        min_effect=0.02,
+        metric="accuracy",
+    )
     assert v.verdict == SHOWS_UP and v.shows_up
     assert v.effect == pytest.approx(0.19) and v.low > 0.02
-    r = verdict(results, better="random init", worse="pre-trained", min_effect=0.02, metric="accuracy")
+    r = verdict(
+        results,
+        better="random init",
+        worse="pre-trained",
+        min_effect=0.02,
+        metric="accuracy",
+    )
     assert r.verdict == OPPOSITE and r.effect == pytest.approx(-0.19)
     assert (r.low, r.high) == pytest.approx((-v.high, -v.low))
 
 
 def test_lower_is_better_flips_the_direction():
     losses = {"pre-LN": [2.01, 2.03, 2.00], "post-LN": [2.40, 2.52, 2.45]}
-    v = verdict(losses, better="pre-LN", worse="post-LN", min_effect=0.05, higher_is_better=False, metric="loss")
+    v = verdict(
+        losses,
+        better="pre-LN",
+        worse="post-LN",
+        min_effect=0.05,
+        higher_is_better=False,
+        metric="loss",
+    )
     assert v.verdict == SHOWS_UP and v.effect > 0
     assert "lower is better" in v.sentence
-    w = verdict(losses, better="post-LN", worse="pre-LN", min_effect=0.05, higher_is_better=False)
+    w = verdict(
+        losses,
+        better="post-LN",
+        worse="pre-LN",
+        min_effect=0.05,
+        higher_is_better=False,
+    )
     assert w.verdict == OPPOSITE
 
 
 def test_constant_tiny_difference_does_not_show_up():
-    v = verdict({"a": [0.5, 0.5, 0.5], "b": [0.49, 0.49, 0.49]}, better="a", worse="b", min_effect=0.02)
+    v = verdict(
+        {"a": [0.5, 0.5, 0.5], "b": [0.49, 0.49, 0.49]},
+        better="a",
+        worse="b",
+        min_effect=0.02,
+    )
     assert v.verdict == NO_EFFECT
     assert v.low == pytest.approx(0.01) and v.high == pytest.approx(0.01)
     # the same difference counts once it is at least what matters
-    assert verdict({"a": [0.5] * 3, "b": [0.49] * 3}, better="a", worse="b", min_effect=0.005).verdict == SHOWS_UP
+    assert (
+        verdict(
+            {"a": [0.5] * 3, "b": [0.49] * 3}, better="a", worse="b", min_effect=0.005
+        ).verdict
+        == SHOWS_UP
+    )
 
 
 def test_small_effect_with_wide_spread_is_too_noisy():
-    v = verdict({"a": [0.70, 0.80, 0.75], "b": [0.68, 0.74, 0.80]}, better="a", worse="b", min_effect=0.01)
+    v = verdict(
+        {"a": [0.70, 0.80, 0.75], "b": [0.68, 0.74, 0.80]},
+        better="a",
+        worse="b",
+        min_effect=0.01,
+    )
     assert v.verdict == TOO_NOISY
     assert "more seeds" in v.sentence
 
 
 def test_paired_seeds_remove_shared_noise():
-    base = np.array([0.55, 0.70, 0.62, 0.80, 0.66])        # seeds differ a lot, the same for both conditions
-    results = {"with": base + 0.03 + np.array([0.001, -0.002, 0.0, 0.002, -0.001]), "without": base}
-    assert verdict(results, better="with", worse="without", min_effect=0.01).verdict == TOO_NOISY
+    # seeds differ a lot, the same for both conditions
+    base = np.array([0.55, 0.70, 0.62, 0.80, 0.66])
+    results = {
+        "with": base + 0.03 + np.array([0.001, -0.002, 0.0, 0.002, -0.001]),
+        "without": base,
+    }
+    assert (
+        verdict(results, better="with", worse="without", min_effect=0.01).verdict
+        == TOO_NOISY
+    )
     p = verdict(results, better="with", worse="without", min_effect=0.01, paired=True)
     assert p.verdict == SHOWS_UP and "paired" in p.method
 
 
 def test_sentence_table_and_html_carry_the_numbers():
-    v = verdict({"pre-trained": [0.81, 0.84, 0.80], "random init": [0.62, 0.60, 0.66], "other": [0.1, 0.2]},
-                better="pre-trained", worse="random init", min_effect=0.02, metric="accuracy", fmt="{:.3f}")
+    v = verdict(
+        {
+            "pre-trained": [0.81, 0.84, 0.80],
+            "random init": [0.62, 0.60, 0.66],
+            "other": [0.1, 0.2],
+        },
+        better="pre-trained",
+        worse="random init",
+        min_effect=0.02,
+        metric="accuracy",
+        fmt="{:.3f}",
+    )
     s = v.sentence
-    assert s.startswith("Claim: pre-trained beats random init on accuracy") and "Verdict: shows up." in s and "0.190" in s and "0.817" in s and "0.627" in s and "95% interval" in s
+    assert (
+        s.startswith("Claim: pre-trained beats random init on accuracy")
+        and "Verdict: shows up." in s
+        and "0.190" in s
+        and "0.817" in s
+        and "0.627" in s
+        and "95% interval" in s
+    )
     assert str(v) == s
     t = v.table
-    assert list(t.columns) == ["condition", "seeds", "mean", "std", "95% low", "95% high"]
-    assert t["condition"].tolist() == ["pre-trained", "random init", "other"]  # every condition is shown
+    assert list(t.columns) == [
+        "condition",
+        "seeds",
+        "mean",
+        "std",
+        "95% low",
+        "95% high",
+    ]
+    # every condition is shown
+    assert t["condition"].tolist() == ["pre-trained", "random init", "other"]
     assert t.loc[0, "mean"] == pytest.approx(0.81667, abs=1e-4)
     assert t.loc[0, "95% low"] < t.loc[0, "mean"] < t.loc[0, "95% high"]
     h = v._repr_html_()
     assert "<table" in h and "Verdict: shows up" in h and "Welch" in h
-    assert "Only" not in s                                 # three seeds: no warning
+    assert "Only" not in s  # three seeds: no warning
 
 
 def test_two_seeds_are_allowed_but_noted():
-    v = verdict({"a": [0.8, 0.82], "b": [0.5, 0.52]}, better="a", worse="b", min_effect=0.02)
+    v = verdict(
+        {"a": [0.8, 0.82], "b": [0.5, 0.52]}, better="a", worse="b", min_effect=0.02
+    )
     assert v.verdict == SHOWS_UP
     assert "Only 2 seeds" in v.sentence
 
@@ -138,17 +236,24 @@ def test_two_seeds_are_allowed_but_noted():
 # --- trends
 
 
-SHOTS = {"0 shots": [0.13, 0.12, 0.14], "2 shots": [0.35, 0.31, 0.33], "8 shots": [0.61, 0.66, 0.58]}
+SHOTS = {
+    "0 shots": [0.13, 0.12, 0.14],
+    "2 shots": [0.35, 0.31, 0.33],
+    "8 shots": [0.61, 0.66, 0.58],
+}
 ORDER = ["0 shots", "2 shots", "8 shots"]
 
 
 def test_trend_up_shows_up_and_down_is_the_opposite():
     v = trend(SHOTS, order=ORDER, x=[0, 2, 8], min_effect=0.05, metric="accuracy")
     assert v.verdict == SHOWS_UP and "grows" in v.sentence
-    assert 0.3 < v.effect < 0.6   # the fitted rise from the first condition to the last
+    assert 0.3 < v.effect < 0.6  # the fitted rise from the first condition to the last
     down = trend(SHOTS, order=ORDER[::-1], min_effect=0.05)
     assert down.verdict == OPPOSITE
-    assert trend(SHOTS, order=ORDER[::-1], min_effect=0.05, increasing=False).verdict == SHOWS_UP
+    assert (
+        trend(SHOTS, order=ORDER[::-1], min_effect=0.05, increasing=False).verdict
+        == SHOWS_UP
+    )
 
 
 def test_trend_flat_never_shows_up():
@@ -162,34 +267,57 @@ def test_trend_flat_never_shows_up():
 
 
 def test_trend_says_when_the_means_are_not_in_order():
-    bumpy = {"a": [0.1, 0.11, 0.12], "b": [0.5, 0.52, 0.51], "c": [0.4, 0.41, 0.42], "d": [0.9, 0.91, 0.92]}
+    bumpy = {
+        "a": [0.1, 0.11, 0.12],
+        "b": [0.5, 0.52, 0.51],
+        "c": [0.4, 0.41, 0.42],
+        "d": [0.9, 0.91, 0.92],
+    }
     v = trend(bumpy, order=["a", "b", "c", "d"], min_effect=0.05)
     assert v.verdict == SHOWS_UP
     assert "not move the same way at every step" in v.sentence
 
 
 def test_paired_trend():
-    base = np.array([0.2, 0.5, 0.35])                     # per-seed offsets shared by every condition
-    res = {k: base + 0.05 * i + np.array([0.001, -0.001, 0.0]) * i for i, k in enumerate("abcd")}
+    # per-seed offsets shared by every condition
+    base = np.array([0.2, 0.5, 0.35])
+    res = {
+        k: base + 0.05 * i + np.array([0.001, -0.001, 0.0]) * i
+        for i, k in enumerate("abcd")
+    }
     v = trend(res, order=list("abcd"), min_effect=0.05, paired=True)
-    assert v.verdict == SHOWS_UP and v.effect == pytest.approx(0.15, abs=0.01) and "per seed" in v.method
+    assert (
+        v.verdict == SHOWS_UP
+        and v.effect == pytest.approx(0.15, abs=0.01)
+        and "per seed" in v.method
+    )
     with pytest.raises(ValueError, match="same number of seeds"):
-        trend({**res, "d": [0.1, 0.2]}, order=list("abcd"), min_effect=0.05, paired=True)
+        trend(
+            {**res, "d": [0.1, 0.2]}, order=list("abcd"), min_effect=0.05, paired=True
+        )
 
 
 # --- baselines
 
 
 def test_beats_baseline_against_a_number_and_against_seeds():
-    res = {"fine-tuned": [0.62, 0.65, 0.63], "probe": [0.400, 0.402, 0.401], "tiny": [0.30, 0.50, 0.40]}
+    res = {
+        "fine-tuned": [0.62, 0.65, 0.63],
+        "probe": [0.400, 0.402, 0.401],
+        "tiny": [0.30, 0.50, 0.40],
+    }
     t = beats_baseline(res, 0.40, min_effect=0.02)
     assert t["condition"].tolist() == list(res)
     assert t["beats baseline"].tolist() == [True, False, False]
     assert t["verdict"].tolist() == [SHOWS_UP, NO_EFFECT, TOO_NOISY]
-    assert t.loc[0, "baseline"] == 0.40 and t.loc[0, "effect"] == pytest.approx(0.2333, abs=1e-3)
+    assert t.loc[0, "baseline"] == 0.40 and t.loc[0, "effect"] == pytest.approx(
+        0.2333, abs=1e-3
+    )
     s = beats_baseline(res, [0.39, 0.41, 0.40], min_effect=0.02)
     assert s["beats baseline"].tolist() == [True, False, False]
-    loss = beats_baseline({"model": [1.0, 1.1, 1.05]}, 2.0, min_effect=0.1, higher_is_better=False)
+    loss = beats_baseline(
+        {"model": [1.0, 1.1, 1.05]}, 2.0, min_effect=0.1, higher_is_better=False
+    )
     assert loss["beats baseline"].tolist() == [True]
 
 
@@ -207,14 +335,26 @@ def test_majority_baseline():
 GOOD = {"a": [0.8, 0.81, 0.82], "b": [0.5, 0.51, 0.52]}
 
 
-@pytest.mark.parametrize("results, match", [
-    ({"a": [0.8, float("nan"), 0.82], "b": [0.5, 0.51]}, r"results\['a'\] holds NaN"),
-    ({"a": [0.8, 0.81], "b": [0.5, float("inf")]}, r"results\['b'\] holds NaN or infinite"),
-    ({"a": [], "b": [0.5, 0.51]}, r"results\['a'\] is empty"),
-    ({"a": [0.8], "b": [0.5, 0.51]}, r"results\['a'\] has 1 seed; the rule needs at least 2"),
-    ({"a": [[0.8, 0.9]], "b": [0.5, 0.51]}, r"results\['a'\] must be a flat list"),
-    ({}, "results is empty"),
-])
+@pytest.mark.parametrize(
+    "results, match",
+    [
+        (
+            {"a": [0.8, float("nan"), 0.82], "b": [0.5, 0.51]},
+            r"results\['a'\] holds NaN",
+        ),
+        (
+            {"a": [0.8, 0.81], "b": [0.5, float("inf")]},
+            r"results\['b'\] holds NaN or infinite",
+        ),
+        ({"a": [], "b": [0.5, 0.51]}, r"results\['a'\] is empty"),
+        (
+            {"a": [0.8], "b": [0.5, 0.51]},
+            r"results\['a'\] has 1 seed; the rule needs at least 2",
+        ),
+        ({"a": [[0.8, 0.9]], "b": [0.5, 0.51]}, r"results\['a'\] must be a flat list"),
+        ({}, "results is empty"),
+    ],
+)
 def test_bad_results(results, match):
     with pytest.raises(ValueError, match=match):
         verdict(results, better="a", worse="b", min_effect=0.01)
@@ -225,7 +365,10 @@ def test_bad_arguments():
         verdict([[0.8, 0.9], [0.5, 0.6]], better="a", worse="b", min_effect=0.01)
     with pytest.raises(TypeError, match=r"results\['a'\] must be a list of numbers"):
         verdict({"a": "0.8", "b": [0.5, 0.6]}, better="a", worse="b", min_effect=0.01)
-    with pytest.raises(ValueError, match=r"better='c' is not a condition in results; known: \['a', 'b'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"better='c' is not a condition in results; known: \['a', 'b'\]",
+    ):
         verdict(GOOD, better="c", worse="b", min_effect=0.01)
     with pytest.raises(ValueError, match="worse='B' is not a condition"):
         verdict(GOOD, better="a", worse="B", min_effect=0.01)
@@ -234,11 +377,20 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="min_effect must be a finite number >= 0"):
         verdict(GOOD, better="a", worse="b", min_effect=-0.1)
     with pytest.raises(TypeError, match="min_effect"):
-        verdict(GOOD, better="a", worse="b")                # no default: say what would matter
+        # no default: say what would matter
+        verdict(GOOD, better="a", worse="b")
     with pytest.raises(ValueError, match="level must be"):
         verdict(GOOD, better="a", worse="b", min_effect=0.01, level=95)
-    with pytest.raises(ValueError, match=r"paired=True needs as many seeds in results\['a'\]"):
-        verdict({"a": [0.8, 0.81, 0.82], "b": [0.5, 0.51]}, better="a", worse="b", min_effect=0.01, paired=True)
+    with pytest.raises(
+        ValueError, match=r"paired=True needs as many seeds in results\['a'\]"
+    ):
+        verdict(
+            {"a": [0.8, 0.81, 0.82], "b": [0.5, 0.51]},
+            better="a",
+            worse="b",
+            min_effect=0.01,
+            paired=True,
+        )
     with pytest.raises(ValueError, match="order='c' is not a condition"):
         trend(GOOD, order=["a", "c"], min_effect=0.01)
     with pytest.raises(ValueError, match="order must be a list of at least two"):

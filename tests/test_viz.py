@@ -1,7 +1,10 @@
-"""ptlm_lite.viz: the widgets build, switch in the browser (jslink), and refuse bad input clearly.
+"""ptlm_lite.viz: the widgets build, switch in the browser (jslink), and refuse bad
+input clearly.
 
-Browser behaviour (the static book) is tested in tests/browser/; these tests need no browser.
+Browser behaviour (the static book) is tested in tests/browser/; these tests need no
+browser.
 """
+
 import re
 import subprocess
 import sys
@@ -26,11 +29,14 @@ def pages_and_control(box):
 
 
 def links_of(ctrl, pages):
-    """The jslinks whose ends are ctrl and pages (a Link widget lives in the widget registry)."""
+    """The jslinks whose ends are ctrl and pages (a Link widget lives in the widget
+    registry).
+    """
     from ipywidgets.widgets import widget as widget_module
     from ipywidgets.widgets.widget_link import Link
 
-    registry = getattr(widget_module, "_instances", None) or w.Widget.widgets  # 8.1+ / older
+    # 8.1+ / older
+    registry = getattr(widget_module, "_instances", None) or w.Widget.widgets
     found = []
     for widget in list(registry.values()):
         if isinstance(widget, Link):
@@ -41,16 +47,25 @@ def links_of(ctrl, pages):
 
 
 def test_importing_viz_imports_no_heavy_library():
-    code = ("import sys, ptlm_lite.viz; "
-            "print([m for m in ('ipywidgets', 'matplotlib', 'bertviz', 'pandas') if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    code = (
+        "import sys, ptlm_lite.viz; "
+        "print([m for m in ('ipywidgets', 'matplotlib', 'bertviz', 'pandas') if m "
+        "in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"
 
 
 def test_models_never_import_viz():
-    code = ("import sys, ptlm_lite, ptlm_lite.transformer, ptlm_lite.attention; "
-            "print('ptlm_lite.viz' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    code = (
+        "import sys, ptlm_lite, ptlm_lite.transformer, ptlm_lite.attention; "
+        "print('ptlm_lite.viz' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -66,11 +81,14 @@ def test_stepper_buttons_link_index_to_pages():
 
 
 def test_stepper_slider_for_many_views_and_labels_in_views():
-    box = viz.stepper([f"<p>{i}</p>" for i in range(12)], labels=[f"step {i}" for i in range(12)])
+    box = viz.stepper(
+        [f"<p>{i}</p>" for i in range(12)], labels=[f"step {i}" for i in range(12)]
+    )
     ctrl, pages = pages_and_control(box)
     assert isinstance(ctrl, w.IntSlider) and (ctrl.min, ctrl.max) == (0, 11)
     assert links_of(ctrl, pages) == [("value", "selected_index")]
-    assert "step 3" in pages.children[3].value  # a slider shows a number: the view says which
+    # a slider shows a number: the view says which
+    assert "step 3" in pages.children[3].value
 
 
 def test_stepper_uses_stack_or_tab():
@@ -118,13 +136,21 @@ def test_stepper_bad_views_and_labels():
 def cells(html):
     """The mask drawn in an HTML table, read back as rows of 0/1."""
     body = html.split("<tbody>")[1]
-    return [[1 if c == "y" else 0 for c in re.findall(r'<td class="(y|n)"', row)]
-            for row in body.split("</tr>") if "<td" in row]
+    return [
+        [1 if c == "y" else 0 for c in re.findall(r'<td class="(y|n)"', row)]
+        for row in body.split("</tr>")
+        if "<td" in row
+    ]
 
 
 def test_mask_explorer_draws_each_mask_exactly():
-    named = {"causal": masks.causal_mask(4), "bidirectional": masks.full_mask(4),
-             "padding": masks.padding_mask(torch.tensor([[1, 1, 1, 0]]).bool())[0].expand(4, 4)}
+    named = {
+        "causal": masks.causal_mask(4),
+        "bidirectional": masks.full_mask(4),
+        "padding": masks.padding_mask(torch.tensor([[1, 1, 1, 0]]).bool())[0].expand(
+            4, 4
+        ),
+    }
     ctrl, pages = pages_and_control(viz.mask_explorer(named, TOKENS))
     assert list(ctrl.options) == list(named)
     for (name, m), page in zip(named.items(), pages.children):
@@ -143,7 +169,9 @@ def test_mask_explorer_cross_attention_uses_key_tokens():
 
 def test_mask_explorer_rejects_bad_input():
     with pytest.raises(ValueError, match="same shape"):
-        viz.mask_explorer({"a": masks.causal_mask(4), "b": masks.causal_mask(3)}, TOKENS)
+        viz.mask_explorer(
+            {"a": masks.causal_mask(4), "b": masks.causal_mask(3)}, TOKENS
+        )
     with pytest.raises(TypeError, match="bool tensor"):
         viz.mask_explorer({"a": masks.causal_mask(4).float()}, TOKENS)
     with pytest.raises(ValueError, match="one label per query"):
@@ -162,7 +190,9 @@ def test_mask_explorer_rejects_bad_input():
 
 def test_permutation_explorer_shows_both_streams():
     words = ["我", "爱", "生", "活"]
-    ctrl, pages = pages_and_control(viz.permutation_explorer(words, [[0, 1, 2, 3], [2, 0, 3, 1]]))
+    ctrl, pages = pages_and_control(
+        viz.permutation_explorer(words, [[0, 1, 2, 3], [2, 0, 3, 1]])
+    )
     assert list(ctrl.options) == ["0→1→2→3", "2→0→3→1"]
     html = pages.children[1].value
     content, query = masks.permutation_masks([2, 0, 3, 1])
@@ -190,7 +220,9 @@ def fake_attentions(L=2, B=1, H=2, T=4, seed=0):
 
 
 def test_attention_heatmaps_one_view_per_layer():
-    ctrl, pages = pages_and_control(viz.attention_heatmaps(fake_attentions(L=3), TOKENS))
+    ctrl, pages = pages_and_control(
+        viz.attention_heatmaps(fake_attentions(L=3), TOKENS)
+    )
     assert list(ctrl.options) == ["layer 0", "layer 1", "layer 2"]
     assert all(c.value.startswith("<img") for c in pages.children)
     sizes = [len(c.value) for c in pages.children]
@@ -208,7 +240,9 @@ def test_attention_heatmaps_rejects_bad_input():
     with pytest.raises(ValueError, match="4 labels"):
         viz.attention_heatmaps(fake_attentions(), TOKENS[:3])
     with pytest.raises(ValueError, match="same"):
-        viz.attention_heatmaps(fake_attentions(T=4)[:1] + fake_attentions(T=3)[:1], TOKENS)
+        viz.attention_heatmaps(
+            fake_attentions(T=4)[:1] + fake_attentions(T=3)[:1], TOKENS
+        )
     with pytest.raises(ValueError, match="empty"):
         viz.attention_heatmaps([], TOKENS)
     with pytest.raises(ValueError, match="layer 5 does not exist"):
@@ -223,9 +257,11 @@ def test_bertviz_bridge_needs_no_cdn_in_the_book(view):
     out = getattr(viz, view)(fake_attentions(B=2), TOKENS, batch=1)
     html = out.data
     assert 'class="ptlm-bertviz' in html
-    assert "<script src=" not in html  # no CDN script tag: require.js is loaded on demand
+    # no CDN script tag: require.js is loaded on demand
+    assert "<script src=" not in html
     assert "window.ptlmBookJs" in html  # the book's copies when it is the book ...
-    assert "cdnjs.cloudflare.com" in html  # ... bertviz's CDNs only outside it (Jupyter, Colab)
+    # ... bertviz's CDNs only outside it (Jupyter, Colab)
+    assert "cdnjs.cloudflare.com" in html
     assert not re.search(r"bertviz-[0-9a-f]{32}", html)  # stable ids, not random uuids
     for t in TOKENS:
         assert f'"{t}"' in html
@@ -253,13 +289,19 @@ def test_bertviz_bridge_rejects_cross_shapes():
 # ---------------------------------------------------------------- tables
 def test_comparison_table_html_and_script():
     pd = pytest.importorskip("pandas")
-    df = pd.DataFrame({"model": ["BERT", "GPT", "XLNet"], "type": ["AE", "AR", "AR"],
-                       "params (M)": [110, 117, 110.5]})
+    df = pd.DataFrame(
+        {
+            "model": ["BERT", "GPT", "XLNet"],
+            "type": ["AE", "AR", "AR"],
+            "params (M)": [110, 117, 110.5],
+        }
+    )
     table = viz.comparison_table(df, caption="demo")
     html = table._repr_html_()
     assert html.count("<tr>") == 4 and "input" in html and "<script>" in html
     assert 'data-v="110.5"' in html  # numbers sort as numbers
-    assert '<select class="ptlm-col" data-col="1">' in html  # a menu for the small text column
+    # a menu for the small text column
+    assert '<select class="ptlm-col" data-col="1">' in html
     assert "3 of 3 rows" in html
     assert viz.comparison_table(df).html.split('id="')[1][:20].startswith("ptlm-table-")
 
@@ -288,7 +330,9 @@ def test_training_curve_records_and_draws_without_a_kernel():
     ax = fig.axes[0]
     assert ax.get_yscale() == "log"
     labels = [line.get_label() for line in ax.get_lines()]
-    assert "val_loss" in labels and any(label.startswith("training") for label in labels)
+    assert "val_loss" in labels and any(
+        label.startswith("training") for label in labels
+    )
     assert curve._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -310,7 +354,8 @@ def test_training_curve_live_updates_one_display(monkeypatch):
     for step in range(1, 4):
         curve(step, 1.0 / step)
     curve.finish()
-    assert len(shown) == 1  # one display, updated in place: the notebook stores one image
+    # one display, updated in place: the notebook stores one image
+    assert len(shown) == 1
     assert len(updates) >= 1
 
 
@@ -319,8 +364,14 @@ def test_training_curve_from_history_and_callback_contract():
 
     net = torch.nn.Linear(2, 1)
     curve = viz.live_loss_plot(live=False)
-    hist = train(net, lambda step: (torch.randn(8, 2), torch.zeros(8, 1)), steps=5, progress=False,
-                 callback=curve, loss_fn=lambda m, b: ((m(b[0]) - b[1]) ** 2).mean())
+    hist = train(
+        net,
+        lambda step: (torch.randn(8, 2), torch.zeros(8, 1)),
+        steps=5,
+        progress=False,
+        callback=curve,
+        loss_fn=lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+    )
     assert curve.steps == [1, 2, 3, 4, 5] and curve.losses == pytest.approx(hist.losses)
     again = viz.TrainingCurve.from_history(hist)
     assert again.losses == pytest.approx(hist.losses)
@@ -328,11 +379,16 @@ def test_training_curve_from_history_and_callback_contract():
 
 def test_diagram_draws_boxes_arrows_and_links_from_text():
     from ptlm_lite.viz import diagram, diagram_svg
-    svg = diagram_svg("ids\nEmbeddings: token + position\nStack × N: causal mask\n---\nother\nbox",
-                      links=[(0, 2, 1, 1, "cross")], title="t")
-    assert svg.count("<rect") == 5 and svg.count("marker-end") == 3 + 1   # 3 in-column arrows + 1 link
+
+    svg = diagram_svg(
+        "ids\nEmbeddings: token + position\nStack × N: causal mask\n---\nother\nbox",
+        links=[(0, 2, 1, 1, "cross")],
+        title="t",
+    )
+    # 3 in-column arrows + 1 link
+    assert svg.count("<rect") == 5 and svg.count("marker-end") == 3 + 1
     assert "causal mask" in svg and "Stack × N" in svg and "cross" in svg
-    assert "<script" not in svg                      # static: works without a kernel
+    assert "<script" not in svg  # static: works without a kernel
     assert "svg" in diagram("a\nb")._repr_html_()
     with pytest.raises(ValueError, match="links entry"):
         diagram_svg("a\nb", links=[(0, 5, 0, 0)])

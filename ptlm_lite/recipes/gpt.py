@@ -1,74 +1,129 @@
 """GPT's pre-training recipe and its input transformations for fine-tuning.
 
-Pre-training: next-token prediction on random blocks, half Shakespeare and half the synthetic
-world's documents in every batch, cached as ``gpt-<scale>-lm`` (:func:`pretrained_gpt`).
+Pre-training: next-token prediction on random blocks, half Shakespeare and half the
+synthetic world's documents in every batch, cached as ``gpt-<scale>-lm``
+(:func:`pretrained_gpt`).
 
-Fine-tuning (GPT, section 3.3): no task-specific architecture, only a new way to write the input::
+Fine-tuning (GPT, section 3.3): no task-specific architecture, only a new way to write
+the input::
 
-    classification   [start] text [extract]                         -> Linear -> classes
-    entailment       [start] premise [delim] hypothesis [extract]   -> Linear -> 3 labels
-    similarity       [start] a [delim] b [extract]  and  [start] b [delim] a [extract], states summed
-    multiple choice  [start] context [delim] answer_k [extract]  for each k -> Linear -> 1 score each
+    classification   [start] text [extract]                        -> Linear -> classes
+    entailment       [start] premise [delim] hypothesis [extract]  -> Linear -> 3 labels
+    similarity       [start] a [delim] b [extract]  +  [start] b [delim] a [extract]
+                     (the two final states summed)                 -> Linear -> labels
+    multiple choice  [start] context [delim] answer_k [extract]    -> Linear -> 1 score
+                     for each answer k, a softmax over the k
 
 Chapter: ``chapters/gpt.ipynb``.
 """
+
 from __future__ import annotations
 
 import torch
 
 from ..gpt import GPT, gpt_config
 
-__all__ = ["PRETRAIN", "tokenizer", "lm_corpus", "pretrain_lm", "pretrained_gpt", "task_inputs", "collate_task"]
+__all__ = [
+    "PRETRAIN",
+    "tokenizer",
+    "lm_corpus",
+    "pretrain_lm",
+    "pretrained_gpt",
+    "task_inputs",
+    "collate_task",
+]
 
-PRETRAIN = {  # each scale's run: Shakespeare characters, block length, batch, steps, peak learning rate
-    "tiny": dict(chars=300_000, block=64, batch=16, steps=250, lr=6e-3),  # 120 steps: still on the unigram plateau (loss 4.8)
+# each scale's run: Shakespeare characters, block length, batch, steps, peak learning
+# rate
+PRETRAIN = {
+    # 120 steps: still on the unigram plateau (loss 4.8)
+    "tiny": dict(chars=300_000, block=64, batch=16, steps=250, lr=6e-3),
     "small": dict(chars=None, block=256, batch=64, steps=5000, lr=6e-4),
 }
 
 
 def tokenizer():
-    """The GPT chapters' tokenizer: the book's 1,024-token byte-level BPE trained on Shakespeare."""
+    """The GPT chapters' tokenizer: the book's 1,024-token byte-level BPE trained on
+    Shakespeare.
+    """
     from ..data import shakespeare_tokenizer
+
     return shakespeare_tokenizer("bpe")
 
 
-def lm_corpus(block: int = 64, chars: int | None = None, split: str = "train") -> dict[str, torch.Tensor]:
-    """``(N, block + 1)`` token blocks of the two pre-training corpora: Shakespeare's plays of
-    ``split`` (the first ``chars`` characters) and the synthetic world's documents (``make_world(0)``
-    for training, ``make_world(1)`` otherwise: other names, same kind of text)."""
+def lm_corpus(
+    block: int = 64, chars: int | None = None, split: str = "train"
+) -> dict[str, torch.Tensor]:
+    """``(N, block + 1)`` token blocks of the two pre-training corpora: Shakespeare's
+    plays of ``split`` (the first ``chars`` characters) and the synthetic world's
+    documents (``make_world(0)`` for training, ``make_world(1)`` otherwise: other names,
+    same kind of text).
+    """
     from ..data import make_world, pack_blocks, text_stream
+
     tok = tokenizer()
     world = make_world(0 if split == "train" else 1).text()
-    return {"shakespeare": pack_blocks(tok.encode(text_stream(split)[:chars]), block + 1),
-            "world": pack_blocks(tok.encode(world), block + 1)}
+    return {
+        "shakespeare": pack_blocks(tok.encode(text_stream(split)[:chars]), block + 1),
+        "world": pack_blocks(tok.encode(world), block + 1),
+    }
 
 
-def pretrain_lm(model: GPT, scale: str = "tiny", progress: bool = True, callback=None, seed: int = 0):
-    """Next-token pre-training on random blocks, half Shakespeare and half the synthetic world's
-    documents in every batch. Returns the :class:`History`; ``history.evals`` holds the validation
-    loss on held-out plays and on another world's documents."""
+def pretrain_lm(
+    model: GPT, scale: str = "tiny", progress: bool = True, callback=None, seed: int = 0
+):
+    """Next-token pre-training on random blocks, half Shakespeare and half the synthetic
+    world's documents in every batch. Returns the :class:`History`; ``history.evals``
+    holds the validation loss on held-out plays and on another world's documents.
+    """
     from ..train import train
+
     run = PRETRAIN[scale]
     corpora = lm_corpus(run["block"], run["chars"])
-    val = {k: v[:32] for k, v in lm_corpus(run["block"], 100_000, split="validation").items()}
+    val = {
+        k: v[:32]
+        for k, v in lm_corpus(run["block"], 100_000, split="validation").items()
+    }
     g = torch.Generator().manual_seed(seed)
 
     def batch(step):
-        parts = [c[torch.randint(len(c), (run["batch"] // 2,), generator=g)] for c in corpora.values()]
-        b = torch.cat(parts)                                                   # (B, block + 1)
+        parts = [
+            c[torch.randint(len(c), (run["batch"] // 2,), generator=g)]
+            for c in corpora.values()
+        ]
+        # (B, block + 1)
+        b = torch.cat(parts)
         return {"ids": b[:, :-1], "targets": b[:, 1:]}
 
     def evaluate(m):
-        return {f"val_{k}": m(v[:, :-1], targets=v[:, 1:]).loss.item() for k, v in val.items()}
-    return train(model, batch, steps=run["steps"], lr=run["lr"], warmup=run["steps"] // 10, schedule="cosine",
-                 betas=(0.9, 0.95), eval_fn=evaluate, callback=callback, progress=progress, seed=seed,
-                 desc=f"pre-training GPT ({scale})")
+        return {
+            f"val_{k}": m(v[:, :-1], targets=v[:, 1:]).loss.item()
+            for k, v in val.items()
+        }
+
+    return train(
+        model,
+        batch,
+        steps=run["steps"],
+        lr=run["lr"],
+        warmup=run["steps"] // 10,
+        schedule="cosine",
+        betas=(0.9, 0.95),
+        eval_fn=evaluate,
+        callback=callback,
+        progress=progress,
+        seed=seed,
+        desc=f"pre-training GPT ({scale})",
+    )
 
 
 def pretrained_gpt(scale: str = "tiny", retrain: bool = False) -> GPT:
-    """The book's pre-trained GPT at ``scale`` from the trained-model cache (recipe ``gpt-<scale>-lm``,
-    trained on first use; ``model.history`` holds the run when it was trained in this process)."""
+    """The book's pre-trained GPT at ``scale`` from the trained-model cache (recipe
+    ``gpt-<scale>-lm``, trained on first use; ``model.history`` holds the run when it
+    was trained in this process).
+    """
     from .. import cache
+
     if scale not in PRETRAIN:
         raise ValueError(f"scale must be one of {sorted(PRETRAIN)}, got {scale!r}")
 
@@ -76,37 +131,57 @@ def pretrained_gpt(scale: str = "tiny", retrain: bool = False) -> GPT:
         model.history = pretrain_lm(model, scale)
 
     config = gpt_config(f"gpt-{scale}", vocab_size=tokenizer().vocab_size)
-    cache.register(f"gpt-{scale}-lm", GPT, config, train_fn, version=str(PRETRAIN[scale]))
+    cache.register(
+        f"gpt-{scale}-lm", GPT, config, train_fn, version=str(PRETRAIN[scale])
+    )
     return cache.get(f"gpt-{scale}-lm", retrain=retrain)
 
 
-def task_inputs(task: str, example: dict, encode, start: int, delim: int, extract: int) -> list[list[int]]:
-    """GPT's input transformations: one example as a list of token-id sequences (one per choice,
-    two for similarity, else one). ``encode(str) -> list[int]``; ``start/delim/extract`` are ids."""
+def task_inputs(
+    task: str, example: dict, encode, start: int, delim: int, extract: int
+) -> list[list[int]]:
+    """GPT's input transformations: one example as a list of token-id sequences (one per
+    choice, two for similarity, else one). ``encode(str) -> list[int]``;
+    ``start/delim/extract`` are ids.
+    """
     if task == "classification":
         return [[start, *encode(example["text"]), extract]]
     if task in ("entailment", "similarity"):
-        a, b = (example["premise"], example["hypothesis"]) if task == "entailment" else (example["a"], example["b"])
-        pairs = [(a, b)] if task == "entailment" else [(a, b), (b, a)]  # similarity has no order
+        a, b = (
+            (example["premise"], example["hypothesis"])
+            if task == "entailment"
+            else (example["a"], example["b"])
+        )
+        # similarity has no order
+        pairs = [(a, b)] if task == "entailment" else [(a, b), (b, a)]
         return [[start, *encode(x), delim, *encode(y), extract] for x, y in pairs]
     if task == "multiple_choice":
         ctx = encode(example["context"])
-        return [[start, *ctx, delim, *encode(ending), extract] for ending in example["endings"]]
-    raise ValueError(f"task must be 'classification', 'entailment', 'similarity' or 'multiple_choice', got {task!r}")
+        return [
+            [start, *ctx, delim, *encode(ending), extract]
+            for ending in example["endings"]
+        ]
+    raise ValueError(
+        f"task must be 'classification', 'entailment', 'similarity' or "
+        f"'multiple_choice', got {task!r}"
+    )
 
 
 def collate_task(seqs: list[list[list[int]]], labels=None, pad_id: int = 0) -> dict:
-    """Right-pad ``task_inputs`` of a batch to ``ids`` (B, C, T) with ``last`` (B, C), the position of
-    each [extract] token. Right padding needs no padding mask in a causal model: real tokens
-    never see the pads that come after them."""
+    """Right-pad ``task_inputs`` of a batch to ``ids`` (B, C, T) with ``last`` (B, C),
+    the position of each [extract] token. Right padding needs no padding mask in a
+    causal model: real tokens never see the pads that come after them.
+    """
     C = len(seqs[0])
     if any(len(s) != C for s in seqs):
-        raise ValueError("every example of a batch must have the same number of sequences (choices)")
+        raise ValueError(
+            "every example of a batch must have the same number of sequences (choices)"
+        )
     T = max(len(x) for s in seqs for x in s)
     ids = torch.full((len(seqs), C, T), pad_id, dtype=torch.long)
     for b, s in enumerate(seqs):
         for c, x in enumerate(s):
-            ids[b, c, :len(x)] = torch.tensor(x)
+            ids[b, c, : len(x)] = torch.tensor(x)
     last = torch.tensor([[len(x) - 1 for x in s] for s in seqs])
     batch = {"ids": ids, "last": last}
     if labels is not None:

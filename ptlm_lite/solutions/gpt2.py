@@ -2,15 +2,25 @@
 
 EXPLANATIONS = {
     "what pre-LN changes": (
-        "Post-LN computes norm(x + f(x)): every block normalises the residual stream, so the path from the "
-        "loss back to the first layer passes through a LayerNorm per block. Pre-LN computes x + f(norm(x)): "
-        "the stream itself is a plain sum of the blocks' outputs, gradients reach early layers through the "
-        "identity, and a final LayerNorm after the last block does the normalising once."),
+        "Post-LN computes norm(x + f(x)): every block normalises the residual stream, "
+        "so the path from the "
+        "loss back to the first layer passes through a LayerNorm per block. Pre-LN "
+        "computes x + f(norm(x)): "
+        "the stream itself is a plain sum of the blocks' outputs, gradients reach "
+        "early layers through the "
+        "identity, and a final LayerNorm after the last block does the normalising "
+        "once."
+    ),
     "a zero-shot score at the majority share": (
-        "A constant answer scores exactly the share of its class. 53% on a test set that is 53% 'person' is what "
-        "'always person' gets, so the number alone cannot tell an ability from a prior. The per-class accuracies "
-        "(or macro-F1, or a balanced test set) show it: a constant predictor is 100% on one class and 0% on the "
-        "others. Calibration changes which answer wins; it may help or not, and must be measured."),
+        "A constant answer scores exactly the share of its class. 53% on a test set "
+        "that is 53% 'person' is what "
+        "'always person' gets, so the number alone cannot tell an ability from a "
+        "prior. The per-class accuracies "
+        "(or macro-F1, or a balanced test set) show it: a constant predictor is 100% "
+        "on one class and 0% on the "
+        "others. Calibration changes which answer wins; it may help or not, and must "
+        "be measured."
+    ),
 }
 
 
@@ -21,4 +31,4 @@ def my_gpt2_params(vocab_size, max_len, d_model, n_layer, d_ff):
 
 
 def my_pre_ln(x, norm, f):
-    return x + f(norm(x))        # post-LN would be norm(x + f(x))
+    return x + f(norm(x))  # post-LN would be norm(x + f(x))

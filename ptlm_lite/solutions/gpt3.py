@@ -2,6 +2,7 @@
 
 ``T`` is the chapter's task, ``SymbolTasks(n_inputs=8, n_labels=8)``.
 """
+
 import torch
 
 from ..icl import SymbolTasks
@@ -10,15 +11,23 @@ T = SymbolTasks(n_inputs=8, n_labels=8)
 
 EXPLANATIONS = {
     "why no weight stores the answer": (
-        "Each training sequence draws a new mapping from input symbols to labels (a random lookup table, "
-        "or a shift by a random offset). The same query has different answers in different sequences, so "
-        "a weight can only store how to read the demonstrations, not what they say."),
+        "Each training sequence draws a new mapping from input symbols to labels (a "
+        "random lookup table, "
+        "or a shift by a random offset). The same query has different answers in "
+        "different sequences, so "
+        "a weight can only store how to read the demonstrations, not what they say."
+    ),
     "what recall accuracy measures": (
-        "In a recall task each input's label is drawn at random, so the demonstrations of other inputs say "
-        "nothing about an input not yet shown: the best any reader can do is copy a demonstrated answer and guess "
-        "the rest, which scores share-seen + (1 - share-seen) / 8. A model on that curve copies perfectly; it "
-        "shows nothing about inferring a rule. Only queries that were not demonstrated, in a family with a rule "
-        "(shift, reverse), can show that."),
+        "In a recall task each input's label is drawn at random, so the demonstrations "
+        "of other inputs say "
+        "nothing about an input not yet shown: the best any reader can do is copy a "
+        "demonstrated answer and guess "
+        "the rest, which scores share-seen + (1 - share-seen) / 8. A model on that "
+        "curve copies perfectly; it "
+        "shows nothing about inferring a rule. Only queries that were not "
+        "demonstrated, in a family with a rule "
+        "(shift, reverse), can show that."
+    ),
 }
 
 
@@ -30,6 +39,7 @@ def my_prompt(demos, query):
 
 
 def my_accuracy(logits, x, y):
-    answers = T.answer_token(x[:, None], torch.arange(T.n_labels))   # (B, M) candidate tokens
-    pred = logits.gather(1, answers).argmax(1)                        # the best label
+    # (B, M) candidate tokens
+    answers = T.answer_token(x[:, None], torch.arange(T.n_labels))
+    pred = logits.gather(1, answers).argmax(1)  # the best label
     return (pred == y).float().mean().item()

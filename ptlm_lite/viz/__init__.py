@@ -1,17 +1,23 @@
-"""Widgets and plots for the book: they work in a live kernel, in Colab and in the static book.
+"""Widgets and plots for the book: they work in a live kernel, in Colab and in the
+static book.
 
-Every interactive piece is a *stepper* over views rendered in advance and switched in the browser
-(``jslink``), because the static book has no kernel to run callbacks. Heavy libraries (ipywidgets,
-matplotlib, bertviz, pandas) are imported inside the functions; model code never imports this
-package. Introduced in ``book/widgets.ipynb`` ("How to use the widgets").
+Every interactive piece is a *stepper* over views rendered in advance and switched in
+the browser (``jslink``), because the static book has no kernel to run callbacks. Heavy
+libraries (ipywidgets, matplotlib, bertviz, pandas) are imported inside the functions;
+model code never imports this package. Introduced in ``book/widgets.ipynb`` ("How to use
+the widgets").
 
 * :func:`stepper` - switch among prepared views (HTML, matplotlib figures)
-* :func:`mask_explorer`, :func:`permutation_explorer` - attention masks over labelled tokens
-* :func:`attention_heatmaps`, :func:`bertviz_head_view`, :func:`bertviz_model_view` - attention maps
+* :func:`mask_explorer`, :func:`permutation_explorer` - attention masks over labelled
+  tokens
+* :func:`attention_heatmaps`, :func:`bertviz_head_view`, :func:`bertviz_model_view` -
+  attention maps
 * :func:`comparison_table` - a table that filters and sorts in the browser
-* :class:`TrainingCurve`, :func:`live_loss_plot` - a loss curve, live in a kernel, one clean figure after
+* :class:`TrainingCurve`, :func:`live_loss_plot` - a loss curve, live in a kernel, one
+  clean figure after
 * :func:`diagram` - an architecture diagram drawn from a few lines of text (inline SVG)
 """
+
 from .attention_views import attention_heatmaps, bertviz_head_view, bertviz_model_view
 from .curves import TrainingCurve, live_loss_plot
 from .diagram import diagram, diagram_svg
@@ -20,7 +26,17 @@ from .stepper import stepper
 from .tables import ComparisonTable, comparison_table
 
 __all__ = [
-    "stepper", "mask_explorer", "mask_table_html", "permutation_explorer", "attention_heatmaps",
-    "bertviz_head_view", "bertviz_model_view", "comparison_table", "ComparisonTable",
-    "TrainingCurve", "live_loss_plot", "diagram", "diagram_svg",
+    "stepper",
+    "mask_explorer",
+    "mask_table_html",
+    "permutation_explorer",
+    "attention_heatmaps",
+    "bertviz_head_view",
+    "bertviz_model_view",
+    "comparison_table",
+    "ComparisonTable",
+    "TrainingCurve",
+    "live_loss_plot",
+    "diagram",
+    "diagram_svg",
 ]

@@ -1,8 +1,11 @@
-"""Attention maps: per-layer heatmaps (a stepper of small images) and a bridge to bertviz.
+"""Attention maps: per-layer heatmaps (a stepper of small images) and a bridge to
+bertviz.
 
-Introduced in ``chapters/transformer.ipynb``; every model's ``forward(..., return_attention=True)``
-gives ``attentions``, a list over layers of ``(B, H, Tq, Tk)`` tensors, which is what these take.
+Introduced in ``chapters/transformer.ipynb``; every model's ``forward(...,
+return_attention=True)`` gives ``attentions``, a list over layers of ``(B, H, Tq, Tk)``
+tensors, which is what these take.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,12 +23,19 @@ def _layers(attentions, batch: int = 0):
 
     if isinstance(attentions, torch.Tensor) or isinstance(attentions, np.ndarray):
         if attentions.ndim != 3:
-            raise ValueError("pass attentions as a list over layers of (B, H, Tq, Tk) or (H, Tq, Tk) "
-                             f"tensors (or one (H, Tq, Tk) tensor); got a tensor of shape {tuple(attentions.shape)}")
+            raise ValueError(
+                "pass attentions as a list over layers of (B, H, Tq, Tk) or (H, Tq, "
+                "Tk) "
+                f"tensors (or one (H, Tq, Tk) tensor); got a tensor of "
+                f"shape {tuple(attentions.shape)}"
+            )
         attentions = [attentions]
     if isinstance(attentions, dict) or not isinstance(attentions, (list, tuple)):
-        raise TypeError("attentions must be a list over layers of (B, H, Tq, Tk) or (H, Tq, Tk) tensors, "
-                        f"got {type(attentions).__name__}")
+        raise TypeError(
+            "attentions must be a list over layers of (B, H, Tq, Tk) or (H, Tq, Tk) "
+            "tensors, "
+            f"got {type(attentions).__name__}"
+        )
     if not attentions:
         raise ValueError("attentions is empty: give at least one layer")
     out = []
@@ -36,33 +46,58 @@ def _layers(attentions, batch: int = 0):
             raise TypeError(f"attentions[{i}] must be a tensor, got {type(a).__name__}")
         if a.ndim == 4:
             if not 0 <= batch < a.shape[0]:
-                raise ValueError(f"batch={batch} is out of range for attentions[{i}] with batch size {a.shape[0]}")
+                raise ValueError(
+                    f"batch={batch} is out of range for attentions[{i}] with batch "
+                    f"size {a.shape[0]}"
+                )
             a = a[batch]
         if a.ndim != 3:
-            raise ValueError(f"attentions[{i}] must be (B, H, Tq, Tk) or (H, Tq, Tk), got shape {tuple(a.shape)}")
+            raise ValueError(
+                f"attentions[{i}] must be (B, H, Tq, Tk) or (H, Tq, Tk), got shape "
+                f"{tuple(a.shape)}"
+            )
         if out and a.shape != out[0].shape:
-            raise ValueError(f"every layer must have the same (H, Tq, Tk); layer 0 is {out[0].shape}, "
-                             f"layer {i} is {a.shape}")
+            raise ValueError(
+                f"every layer must have the same (H, Tq, Tk); layer 0 is "
+                f"{out[0].shape}, "
+                f"layer {i} is {a.shape}"
+            )
         out.append(a.astype("float32"))
     return out
 
 
 def _check_labels(name, labels, n):
     if isinstance(labels, str) or not isinstance(labels, Sequence):
-        raise TypeError(f"{name} must be a list of token labels (str), got {type(labels).__name__}")
+        raise TypeError(
+            f"{name} must be a list of token labels (str), got {type(labels).__name__}"
+        )
     if len(labels) != n:
-        raise ValueError(f"{name} must have {n} labels (one per position of the attention), got {len(labels)}")
+        raise ValueError(
+            f"{name} must have {n} labels (one per position of the attention), got "
+            f"{len(labels)}"
+        )
 
 
-def attention_heatmaps(attentions, tokens: Sequence[str], key_tokens: Sequence[str] | None = None, *,
-                       batch: int = 0, layers: Sequence[int] | None = None,
-                       heads: Sequence[int] | None = None, per: str = "layer", dpi: int = 72,
-                       cmap: str = "Blues", control: str = "auto"):
-    """Attention probabilities as heatmaps, one view per layer (all heads side by side) or per head.
+def attention_heatmaps(
+    attentions,
+    tokens: Sequence[str],
+    key_tokens: Sequence[str] | None = None,
+    *,
+    batch: int = 0,
+    layers: Sequence[int] | None = None,
+    heads: Sequence[int] | None = None,
+    per: str = "layer",
+    dpi: int = 72,
+    cmap: str = "Blues",
+    control: str = "auto",
+):
+    """Attention probabilities as heatmaps, one view per layer (all heads side by side)
+    or per head.
 
-    ``attentions``: a list over layers of ``(B, H, Tq, Tk)`` (the models' output; ``batch`` picks the
-    example) or ``(H, Tq, Tk)`` tensors. Rows are queries (``tokens``), columns keys (``key_tokens``,
-    default ``tokens``). Each view is a small embedded PNG, switched in the browser (a stepper).
+    ``attentions``: a list over layers of ``(B, H, Tq, Tk)`` (the models' output;
+    ``batch`` picks the example) or ``(H, Tq, Tk)`` tensors. Rows are queries
+    (``tokens``), columns keys (``key_tokens``, default ``tokens``). Each view is a
+    small embedded PNG, switched in the browser (a stepper).
     """
     L = _layers(attentions, batch)
     H, Tq, Tk = L[0].shape
@@ -104,20 +139,29 @@ def attention_heatmaps(attentions, tokens: Sequence[str], key_tokens: Sequence[s
             axes = fig.subplots(1, len(heads), squeeze=False)[0]
             for k, (ax, h) in enumerate(zip(axes, heads)):
                 draw(ax, L[li][h], f"head {h}", ylabels=(k == 0))
-            fig.suptitle(f"layer {li}: rows = queries, columns = keys, darker = more attention", fontsize=9)
-            views[f"layer {li}"] = figure_to_html(fig, dpi=dpi, alt=f"attention, layer {li}")
+            fig.suptitle(
+                f"layer {li}: rows = queries, columns = keys, darker = more attention",
+                fontsize=9,
+            )
+            views[f"layer {li}"] = figure_to_html(
+                fig, dpi=dpi, alt=f"attention, layer {li}"
+            )
     else:
         for li in layers:
             for h in heads:
                 fig = new_figure((side_w + 0.4, side_h + 0.4))
                 draw(fig.add_subplot(111), L[li][h], f"layer {li}, head {h}")
-                views[f"L{li} H{h}"] = figure_to_html(fig, dpi=dpi, alt=f"attention, layer {li}, head {h}")
-    return stepper(views, control=control, description="layer" if per == "layer" else "head")
+                views[f"L{li} H{h}"] = figure_to_html(
+                    fig, dpi=dpi, alt=f"attention, layer {li}, head {h}"
+                )
+    return stepper(
+        views, control=control, description="layer" if per == "layer" else "head"
+    )
 
 
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 # bertviz bridge
-# ----------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
 BERTVIZ_CLASS = "ptlm-bertviz"
 _CDN = {
     "require": "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.3.6/require.min.js",
@@ -125,9 +169,10 @@ _CDN = {
     "jquery": "https://cdnjs.cloudflare.com/ajax/libs/jquery/2.0.0/jquery.min",
 }
 
-# Where to get require.js, d3 and jQuery. In the static book, js/ptlm-book.js (loaded on every page;
-# see scripts/assets.py) sets window.ptlmBookJs.base to the book's own copies, so nothing leaves the
-# site. In Jupyter and Colab that variable is absent and the public CDNs bertviz uses are taken.
+# Where to get require.js, d3 and jQuery. In the static book, js/ptlm-book.js (loaded on
+# every page; # see scripts/assets.py) sets window.ptlmBookJs.base to the book's own
+# copies, so nothing leaves the # site. In Jupyter and Colab that variable is absent and
+# the public CDNs bertviz uses are taken.
 _LOADER = """(function () {
   var cdn = %(cdn)s;
   var book = window.ptlmBookJs;
@@ -153,54 +198,105 @@ def _bertviz_inputs(attentions, tokens, batch):
     L = _layers(attentions, batch)
     H, Tq, Tk = L[0].shape
     if Tq != Tk:
-        raise ValueError(f"bertviz shows self-attention: Tq must equal Tk, got {Tq}x{Tk}")
+        raise ValueError(
+            f"bertviz shows self-attention: Tq must equal Tk, got {Tq}x{Tk}"
+        )
     _check_labels("tokens", tokens, Tq)
-    return tuple(torch.from_numpy(a)[None] for a in L), [str(t) for t in tokens]  # (1, H, T, T) each
+    # (1, H, T, T) each
+    return tuple(torch.from_numpy(a)[None] for a in L), [str(t) for t in tokens]
 
 
 def _offline_html(html: str, vis_class: str) -> str:
-    """Rewrite bertviz's HTML so it loads its JavaScript from the book when there is one."""
+    """Rewrite bertviz's HTML so it loads its JavaScript from the book when there is
+    one.
+    """
     html = re.sub(r'<script src="[^"]*require(\.min)?\.js"></script>', "", html)
     m = re.search(r'<script type="text/javascript">\n(.*)\n</script>', html, flags=re.S)
     if m is None:
-        raise RuntimeError("unexpected bertviz output (its HTML layout changed?); please report the bertviz version")
+        raise RuntimeError(
+            "unexpected bertviz output (its HTML layout changed?); please report the "
+            "bertviz version"
+        )
     js = m.group(1)
-    js = re.sub(r"require\.config\(\{.*?\}\);", "", js, count=1, flags=re.S)  # we configure paths ourselves
+    # we configure paths ourselves
+    js = re.sub(r"require\.config\(\{.*?\}\);", "", js, count=1, flags=re.S)
     new_js = _LOADER % {"cdn": json.dumps(_CDN), "body": js}
-    html = html[:m.start()] + '<script type="text/javascript">\n' + new_js + "\n</script>" + html[m.end():]
+    html = (
+        html[: m.start()]
+        + '<script type="text/javascript">\n'
+        + new_js
+        + "\n</script>"
+        + html[m.end() :]
+    )
     old = re.search(r"bertviz-[0-9a-f]{32}", html)
-    if old:  # bertviz draws a random uuid; a stable id keeps re-executed notebooks unchanged
-        html = html.replace(old.group(0), stable_id("bertviz", html.replace(old.group(0), "")))
-    # bertviz sizes its drawing for a wide notebook; let it scroll inside a narrower book page
-    return f'<div class="{BERTVIZ_CLASS} {vis_class}" style="overflow-x:auto">{html}</div>'
+    # bertviz draws a random uuid; a stable id keeps re-executed notebooks unchanged
+    if old:
+        html = html.replace(
+            old.group(0), stable_id("bertviz", html.replace(old.group(0), ""))
+        )
+    # bertviz sizes its drawing for a wide notebook; let it scroll inside a narrower
+    # book page
+    return (
+        f'<div class="{BERTVIZ_CLASS} {vis_class}" style="overflow-x:auto">{html}</div>'
+    )
 
 
-def bertviz_head_view(attentions, tokens: Sequence[str], *, batch: int = 0, layer: int | None = None,
-                      heads: Sequence[int] | None = None, sentence_b_start: int | None = None):
-    """bertviz's head view (lines from each token to the tokens it attends to, per layer and head).
+def bertviz_head_view(
+    attentions,
+    tokens: Sequence[str],
+    *,
+    batch: int = 0,
+    layer: int | None = None,
+    heads: Sequence[int] | None = None,
+    sentence_b_start: int | None = None,
+):
+    """bertviz's head view (lines from each token to the tokens it attends to, per layer
+    and head).
 
-    Takes the book's ``attentions`` (list over layers of ``(B, H, T, T)`` or ``(H, T, T)``) and returns
-    an ``IPython.display.HTML`` that works in Jupyter and Colab (scripts from bertviz's CDNs) and in
-    the static book, offline (scripts served by the book itself).
+    Takes the book's ``attentions`` (list over layers of ``(B, H, T, T)`` or ``(H, T,
+    T)``) and returns an ``IPython.display.HTML`` that works in Jupyter and Colab
+    (scripts from bertviz's CDNs) and in the static book, offline (scripts served by the
+    book itself).
     """
     from bertviz import head_view
     from IPython.display import HTML
 
     att, toks = _bertviz_inputs(attentions, tokens, batch)
-    out = head_view(att, toks, sentence_b_start=sentence_b_start, layer=layer, heads=heads,
-                    html_action="return")
+    out = head_view(
+        att,
+        toks,
+        sentence_b_start=sentence_b_start,
+        layer=layer,
+        heads=heads,
+        html_action="return",
+    )
     return HTML(_offline_html(out.data, "ptlm-bertviz-head"))
 
 
-def bertviz_model_view(attentions, tokens: Sequence[str], *, batch: int = 0,
-                       layers: Sequence[int] | None = None, heads: Sequence[int] | None = None,
-                       sentence_b_start: int | None = None, display_mode: str = "light"):
-    """bertviz's model view (a thumbnail per layer and head; click one to enlarge). Same inputs and
-    offline behaviour as :func:`bertviz_head_view`."""
+def bertviz_model_view(
+    attentions,
+    tokens: Sequence[str],
+    *,
+    batch: int = 0,
+    layers: Sequence[int] | None = None,
+    heads: Sequence[int] | None = None,
+    sentence_b_start: int | None = None,
+    display_mode: str = "light",
+):
+    """bertviz's model view (a thumbnail per layer and head; click one to enlarge). Same
+    inputs and offline behaviour as :func:`bertviz_head_view`.
+    """
     from bertviz import model_view
     from IPython.display import HTML
 
     att, toks = _bertviz_inputs(attentions, tokens, batch)
-    out = model_view(att, toks, sentence_b_start=sentence_b_start, include_layers=layers,
-                     include_heads=heads, display_mode=display_mode, html_action="return")
+    out = model_view(
+        att,
+        toks,
+        sentence_b_start=sentence_b_start,
+        include_layers=layers,
+        include_heads=heads,
+        display_mode=display_mode,
+        html_action="return",
+    )
     return HTML(_offline_html(out.data, "ptlm-bertviz-model"))

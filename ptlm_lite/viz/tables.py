@@ -1,9 +1,11 @@
 """Comparison tables that filter and sort in the browser, with or without a kernel.
 
-Introduced in the synthesis chapter (the articles' tables of LM type, feature extractor, context
-direction), whose measured columns come from the book's own runs. The output is plain HTML and a
-few lines of inline JavaScript, so it works in Jupyter, Colab and the static book alike.
+Introduced in the synthesis chapter (the articles' tables of LM type, feature extractor,
+context direction), whose measured columns come from the book's own runs. The output is
+plain HTML and a few lines of inline JavaScript, so it works in Jupyter, Colab and the
+static book alike.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -56,17 +58,20 @@ _JS = """<script>(function () {
 
 _CSS = (
     "<style>.ptlm-table table{border-collapse:collapse;font-size:13px;margin-top:4px}"
-    ".ptlm-table th,.ptlm-table td{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left}"
+    ".ptlm-table th,.ptlm-table td{border-bottom:1px solid #ddd;padding:3px "
+    "8px;text-align:left}"
     ".ptlm-table td.num{text-align:right;font-variant-numeric:tabular-nums}"
     ".ptlm-table thead th{background:#f3f5f8;user-select:none}"
-    ".ptlm-table .ptlm-controls{font-size:13px;display:flex;flex-wrap:wrap;gap:8px;align-items:center}"
+    ".ptlm-table "
+    ".ptlm-controls{font-size:13px;display:flex;flex-wrap:wrap;gap:8px;align-items:center}"
     "</style>"
 )
 
 
 class ComparisonTable:
-    """What :func:`comparison_table` returns: displays as HTML (``_repr_html_``); ``.html`` is the
-    string; ``.df`` the DataFrame it shows."""
+    """What :func:`comparison_table` returns: displays as HTML (``_repr_html_``);
+    ``.html`` is the string; ``.df`` the DataFrame it shows.
+    """
 
     def __init__(self, df, html: str):
         self.df = df
@@ -79,62 +84,96 @@ class ComparisonTable:
         return self.df.to_string()
 
 
-def comparison_table(df, *, caption: str = "", filter_columns: Sequence[str] | None = None,
-                     precision: int = 3, max_rows: int = 1000) -> ComparisonTable:
-    """An interactive table from a pandas DataFrame: type to filter rows, pick a value in a column
-    menu, click a header to sort (numbers sort as numbers).
+def comparison_table(
+    df,
+    *,
+    caption: str = "",
+    filter_columns: Sequence[str] | None = None,
+    precision: int = 3,
+    max_rows: int = 1000,
+) -> ComparisonTable:
+    """An interactive table from a pandas DataFrame: type to filter rows, pick a value
+    in a column menu, click a header to sort (numbers sort as numbers).
 
-    ``filter_columns`` get a drop-down of their values (default: text columns with 2-12 distinct
-    values). Works without a kernel: the filtering and sorting are a few lines of inline JavaScript.
+    ``filter_columns`` get a drop-down of their values (default: text columns with 2-12
+    distinct values). Works without a kernel: the filtering and sorting are a few lines
+    of inline JavaScript.
     """
     import numbers
 
     import pandas as pd
 
     if not isinstance(df, pd.DataFrame):
-        raise TypeError(f"comparison_table needs a pandas DataFrame, got {type(df).__name__}")
+        raise TypeError(
+            f"comparison_table needs a pandas DataFrame, got {type(df).__name__}"
+        )
     if len(df.columns) == 0 or len(df) == 0:
-        raise ValueError(f"comparison_table needs a DataFrame with at least one row and one column; "
-                         f"got {len(df)} rows and {len(df.columns)} columns")
+        raise ValueError(
+            f"comparison_table needs a DataFrame with at least one row and one column; "
+            f"got {len(df)} rows and {len(df.columns)} columns"
+        )
     if len(df) > max_rows:
-        raise ValueError(f"the DataFrame has {len(df)} rows; a comparison table shows at most max_rows={max_rows}")
+        raise ValueError(
+            f"the DataFrame has {len(df)} rows; a comparison table shows at most "
+            f"max_rows={max_rows}"
+        )
     show_index = not isinstance(df.index, pd.RangeIndex)
     frame = df.reset_index() if show_index else df
     cols = [str(c) for c in frame.columns]
     if filter_columns is None:
-        filter_columns = [c for c, s in zip(cols, (frame[c] for c in frame.columns))
-                          if not pd.api.types.is_numeric_dtype(s) and 2 <= s.astype(str).nunique() <= 12]
+        filter_columns = [
+            c
+            for c, s in zip(cols, (frame[c] for c in frame.columns))
+            if not pd.api.types.is_numeric_dtype(s)
+            and 2 <= s.astype(str).nunique() <= 12
+        ]
     else:
         missing = [c for c in filter_columns if c not in cols]
         if missing:
-            raise ValueError(f"filter_columns {missing} are not columns of the DataFrame; columns are {cols}")
+            raise ValueError(
+                f"filter_columns {missing} are not columns of the DataFrame; columns "
+                f"are {cols}"
+            )
 
     def cell(v):
         if isinstance(v, bool) or v is None or (isinstance(v, float) and v != v):
             return f"<td>{'' if v is None or v != v else esc(v)}</td>"
         if isinstance(v, numbers.Number):
-            # integers as they are (years, counts); floats to `precision` significant digits
+            # integers as they are (years, counts); floats to `precision` significant
+            # digits
             shown = f"{v:.{precision}g}" if isinstance(v, float) else str(v)
             return f'<td class="num" data-v="{float(v)!r}">{esc(shown)}</td>'
         return f"<td>{esc(v)}</td>"
 
     values = frame.to_numpy(dtype=object).tolist()
     tid = stable_id("ptlm-table", cols, values)
-    head = "".join(f'<th data-col="{i}">{esc(c)}<span class="ptlm-arrow"></span></th>' for i, c in enumerate(cols))
+    head = "".join(
+        f'<th data-col="{i}">{esc(c)}<span class="ptlm-arrow"></span></th>'
+        for i, c in enumerate(cols)
+    )
     body = "".join("<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in values)
     menus = []
     for c in filter_columns:
         i = cols.index(c)
         opts = sorted({str(v) for v in frame.iloc[:, i].tolist()})
-        menus.append(f'<label>{esc(c)} <select class="ptlm-col" data-col="{i}"><option value="">all</option>'
-                     + "".join(f'<option value="{esc(o)}">{esc(o)}</option>' for o in opts) + "</select></label>")
-    cap = f"<caption style='caption-side:top;text-align:left'>{esc(caption)}</caption>" if caption else ""
+        menus.append(
+            f'<label>{esc(c)} <select class="ptlm-col" data-col="{i}"><option value="">all</option>'
+            + "".join(f'<option value="{esc(o)}">{esc(o)}</option>' for o in opts)
+            + "</select></label>"
+        )
+    cap = (
+        f"<caption style='caption-side:top;text-align:left'>{esc(caption)}</caption>"
+        if caption
+        else ""
+    )
     html = (
         f'{_CSS}<div class="{TABLE_CLASS}" id="{tid}">'
         '<div class="ptlm-controls"><input class="ptlm-filter" type="search" placeholder="filter rows…" '
-        'aria-label="filter rows">' + "".join(menus)
+        'aria-label="filter rows">'
+        + "".join(menus)
         + f'<span class="ptlm-count">{len(values)} of {len(values)} rows</span></div>'
         f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-        + _JS % {"id": repr(tid)}
+        + _JS
+        % {"id": repr(tid)}
     )
     return ComparisonTable(df, html)

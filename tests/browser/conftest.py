@@ -1,12 +1,17 @@
-"""Fixtures for the browser tests: the built book served on 127.0.0.1, headless Chromium, and one
-visit per page that records JavaScript errors and every request that tried to leave the machine.
+"""Fixtures for the browser tests: the built book served on 127.0.0.1, headless
+Chromium, and one visit per page that records JavaScript errors and every request that
+tried to leave the machine.
 
-* The book is ``_build/html``; when it is missing, it is built first (``python scripts/assets.py``
-  then ``jupyter-book build .``), and a failed build fails the tests with its output.
-* Pages are the ones in ``_toc.yml`` (``PTLM_TOC=other_toc.yml`` to test another table of contents).
-* Chromium is Debian's ``/usr/bin/chromium`` (``PTLM_CHROMIUM`` to use another binary); when it is
-  missing the tests fail (they never skip silently) and say how to install it.
+* The book is ``_build/html``; when it is missing, it is built first (``python
+  scripts/assets.py`` then ``jupyter-book build .``), and a failed build fails the tests
+  with its output.
+* Pages are the ones in ``_toc.yml`` (``PTLM_TOC=other_toc.yml`` to test another table
+  of contents).
+* Chromium is Debian's ``/usr/bin/chromium`` (``PTLM_CHROMIUM`` to use another binary);
+  when it is missing the tests fail (they never skip silently) and say how to install
+  it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,7 +38,9 @@ def toc_path() -> Path:
 
 
 def toc_pages() -> list[str]:
-    """Every page of the table of contents, as the path of its HTML relative to the site."""
+    """Every page of the table of contents, as the path of its HTML relative to the
+    site.
+    """
     import yaml
 
     toc = yaml.safe_load(toc_path().read_text())
@@ -59,15 +66,26 @@ def toc_pages() -> list[str]:
 
 
 def build_book() -> None:
-    cmds = [[sys.executable, "scripts/assets.py"],
-            [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build", "."]]
+    cmds = [
+        [sys.executable, "scripts/assets.py"],
+        [
+            sys.executable,
+            "-c",
+            "from jupyter_book.cli.main import main; main()",
+            "build",
+            ".",
+        ],
+    ]
     if toc_path() != (ROOT / "_toc.yml").resolve():
         cmds[1] += ["--toc", str(toc_path())]
     for cmd in cmds:
         r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         if r.returncode != 0:
-            pytest.fail(f"building the book failed: {' '.join(cmd)} (exit {r.returncode})\n"
-                        f"{r.stdout[-4000:]}\n{r.stderr[-4000:]}", pytrace=False)
+            pytest.fail(
+                f"building the book failed: {' '.join(cmd)} (exit {r.returncode})\n"
+                f"{r.stdout[-4000:]}\n{r.stderr[-4000:]}",
+                pytrace=False,
+            )
 
 
 @pytest.fixture(scope="session")
@@ -76,8 +94,11 @@ def site() -> Path:
         build_book()
     missing = [p for p in toc_pages() if not (SITE / p).exists()]
     if missing:
-        pytest.fail(f"_build/html lacks pages listed in {toc_path().name}: {missing}; "
-                    "rebuild the book (python scripts/assets.py && jupyter-book build .)", pytrace=False)
+        pytest.fail(
+            f"_build/html lacks pages listed in {toc_path().name}: {missing}; "
+            "rebuild the book (python scripts/assets.py && jupyter-book build .)",
+            pytrace=False,
+        )
     return SITE
 
 
@@ -101,12 +122,19 @@ def base_url(site):
 @pytest.fixture(scope="session")
 def browser():
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        pytest.fail(f"Chromium not found at {CHROMIUM}: install it with `apt-get install chromium` "
-                    "(or set PTLM_CHROMIUM to a Chromium binary)", pytrace=False)
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install it with `apt-get install "
+            f"chromium` "
+            "(or set PTLM_CHROMIUM to a Chromium binary)",
+            pytrace=False,
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.fail("the browser tests need Python playwright: pip install playwright", pytrace=False)
+        pytest.fail(
+            "the browser tests need Python playwright: pip install playwright",
+            pytrace=False,
+        )
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True)
         yield b
@@ -116,11 +144,12 @@ def browser():
 @dataclass
 class Visit:
     """What happened while one page loaded: JS errors and requests to other hosts."""
+
     url: str
     errors: list = field(default_factory=list)
     outside: list = field(default_factory=list)
     seconds: float = 0.0
-    facts: dict = field(default_factory=dict)   # what the page shows: see FACTS
+    facts: dict = field(default_factory=dict)  # what the page shows: see FACTS
 
 
 # Read once per page after it rendered, for the tests that look at what a reader sees.
@@ -137,7 +166,8 @@ FACTS = """() => {
 
 
 def open_page(browser, base_url: str, path: str):
-    """Open ``path`` with every non-local request aborted and counted; wait for the widgets.
+    """Open ``path`` with every non-local request aborted and counted; wait for the
+    widgets.
 
     Returns ``(page, visit)``; the caller closes the page (``page.context.close()``)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -152,21 +182,38 @@ def open_page(browser, base_url: str, path: str):
             r.abort()
 
     page.route("**/*", route)
-    page.on("console", lambda m: visit.errors.append(f"console.error: {m.text} @ {m.location.get('url', '')}")
-            if m.type == "error" else None)
+    page.on(
+        "console",
+        lambda m: (
+            visit.errors.append(
+                f"console.error: {m.text} @ {m.location.get('url', '')}"
+            )
+            if m.type == "error"
+            else None
+        ),
+    )
     page.on("pageerror", lambda e: visit.errors.append(f"pageerror: {e}"))
-    page.on("response", lambda r: visit.errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
+    page.on(
+        "response",
+        lambda r: (
+            visit.errors.append(f"HTTP {r.status}: {r.url}")
+            if r.status >= 400
+            else None
+        ),
+    )
     t = time.perf_counter()
     page.goto(visit.url, wait_until="load")
-    # Widgets render after 'load': wait until every stored widget view has been replaced by a
-    # rendered widget, and bertviz has drawn its SVG.
+    # Widgets render after 'load': wait until every stored widget view has been replaced
+    # by a # rendered widget, and bertviz has drawn its SVG.
     try:
         page.wait_for_function(
             """() => document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length
                  <= document.querySelectorAll('.widget-subarea > *').length
              && Array.from(document.querySelectorAll('.ptlm-bertviz')).every(b => b.querySelector('svg'))""",
-            timeout=20_000)
-    except Exception as e:  # playwright's TimeoutError: report it as a failure of this page
+            timeout=20_000,
+        )
+    # playwright's TimeoutError: report it as a failure of this page
+    except Exception as e:
         visit.errors.append(f"widgets or bertviz did not render within 20 s: {e}")
     page.wait_for_timeout(300)  # late errors (fonts, lazy MathJax parts) still count
     visit.seconds = time.perf_counter() - t

@@ -1,8 +1,10 @@
-"""The static book in headless Chromium: offline, no JavaScript errors, widgets that respond.
+"""The static book in headless Chromium: offline, no JavaScript errors, widgets that
+respond.
 
-Run with ``python -m pytest tests/browser -q`` (the fixtures build the book when _build/html is
-missing). Every test is marked ``browser``.
+Run with ``python -m pytest tests/browser -q`` (the fixtures build the book when
+_build/html is missing). Every test is marked ``browser``.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,13 +60,17 @@ def move(stepper) -> str:
 
 
 def pages_with(site, marker: str) -> list[str]:
-    """Pages whose HTML (widget state included) mentions ``marker``: only those are opened."""
+    """Pages whose HTML (widget state included) mentions ``marker``: only those are
+    opened.
+    """
     return [p for p in PAGES if marker in (site / p).read_text(encoding="utf-8")]
 
 
 def each_element(browser, base_url, site, marker: str, selector: str):
-    """Yield ``(path, visit, i, element)`` for every element matching ``selector`` on the pages
-    that mention ``marker``; each page is opened once and closed after its elements."""
+    """Yield ``(path, visit, i, element)`` for every element matching ``selector`` on
+    the pages that mention ``marker``; each page is opened once and closed after its
+    elements.
+    """
     for path in pages_with(site, marker):
         page, visit = open_page(browser, base_url, path)
         try:
@@ -77,13 +83,17 @@ def each_element(browser, base_url, site, marker: str, selector: str):
 
 def test_every_stepper_changes_what_is_shown(browser, base_url, site):
     moved = 0
-    for path, visit, i, s in each_element(browser, base_url, site, "ptlm-stepper", ".ptlm-stepper"):
+    for path, visit, i, s in each_element(
+        browser, base_url, site, "ptlm-stepper", ".ptlm-stepper"
+    ):
         s.scroll_into_view_if_needed()
         before = s.evaluate(SIGNATURE)
         how = move(s)
         s.page.wait_for_timeout(150)
         after = s.evaluate(SIGNATURE)
-        assert after != before, f"{path}: stepper {i}: {how}, but the view did not change"
+        assert after != before, (
+            f"{path}: stepper {i}: {how}, but the view did not change"
+        )
         assert not visit.errors, f"{path}: errors while moving steppers: {visit.errors}"
         moved += 1
     assert moved > 0, "no stepper found in the book (book/widgets.ipynb shows several)"
@@ -91,37 +101,53 @@ def test_every_stepper_changes_what_is_shown(browser, base_url, site):
 
 def test_bertviz_renders_its_tokens(browser, base_url, site):
     checked = 0
-    for path, _, i, v in each_element(browser, base_url, site, "ptlm-bertviz", ".ptlm-bertviz"):
+    for path, _, i, v in each_element(
+        browser, base_url, site, "ptlm-bertviz", ".ptlm-bertviz"
+    ):
         script = v.locator("script").first.text_content()
-        params = json.loads(re.search(r"const params = (\{.*?\});", script, re.S).group(1))
+        params = json.loads(
+            re.search(r"const params = (\{.*?\});", script, re.S).group(1)
+        )
         tokens = {t.strip() for d in params["attention"] for t in d["left_text"]}
         v.locator("svg text").first.wait_for(timeout=10_000)
         if "ptlm-bertviz-model" in (v.get_attribute("class") or ""):
-            # the model view draws thumbnails; a click on one shows that head with its tokens
+            # the model view draws thumbnails; a click on one shows that head with its
+            # tokens
             v.evaluate("""el => Array.from(el.querySelectorAll('svg rect'))
                 .find(r => r.style.opacity === '0')
                 .dispatchEvent(new MouseEvent('click', {bubbles: true}))""")
         drawn = {t.strip() for t in v.locator("svg text").all_text_contents()}
-        assert tokens <= drawn, f"{path}: bertviz view {i} lacks tokens {tokens - drawn}"
+        assert tokens <= drawn, (
+            f"{path}: bertviz view {i} lacks tokens {tokens - drawn}"
+        )
         checked += 1
-    assert checked > 0, "no bertviz view found in the book (book/widgets.ipynb shows two)"
+    assert checked > 0, (
+        "no bertviz view found in the book (book/widgets.ipynb shows two)"
+    )
 
 
 def visible_rows(table):
     return table.locator("tbody tr").evaluate_all(
-        "rows => rows.filter(r => r.style.display !== 'none').map(r => r.innerText)")
+        "rows => rows.filter(r => r.style.display !== 'none').map(r => r.innerText)"
+    )
 
 
 def test_comparison_tables_filter_and_sort(browser, base_url, site):
     checked = 0
-    for path, _, i, t in each_element(browser, base_url, site, "ptlm-table", ".ptlm-table"):
+    for path, _, i, t in each_element(
+        browser, base_url, site, "ptlm-table", ".ptlm-table"
+    ):
         t.scroll_into_view_if_needed()
         rows = visible_rows(t)
         term = t.locator("tbody tr").first.locator("td").first.inner_text().strip()
         t.locator("input.ptlm-filter").fill(term)
         kept = visible_rows(t)
-        assert 0 < len(kept) <= len(rows) and all(term.lower() in r.lower() for r in kept)
-        assert t.locator(".ptlm-count").inner_text() == f"{len(kept)} of {len(rows)} rows"
+        assert 0 < len(kept) <= len(rows) and all(
+            term.lower() in r.lower() for r in kept
+        )
+        assert (
+            t.locator(".ptlm-count").inner_text() == f"{len(kept)} of {len(rows)} rows"
+        )
         t.locator("input.ptlm-filter").fill("no row says this 0x9f")
         assert visible_rows(t) == []
         t.locator("input.ptlm-filter").fill("")
@@ -134,22 +160,28 @@ def test_comparison_tables_filter_and_sort(browser, base_url, site):
         down = t.locator("tbody tr td:first-child").all_inner_texts()
         assert down == up[::-1] and sorted(up) == sorted(down)
         checked += 1
-    assert checked > 0, "no comparison table found in the book (book/widgets.ipynb shows one)"
+    assert checked > 0, (
+        "no comparison table found in the book (book/widgets.ipynb shows one)"
+    )
 
 
-# A Markdown table's delimiter row (``|---|---:|``, ``| --- | --- |``; smartquotes turns ``---`` into
-# an em dash, and a paragraph joins the rows into one line): on a page, it means a table was shown
-# as raw text instead of rendered (CommonMark has no tables).
+# A Markdown table's delimiter row (``|---|---:|``, ``| --- | --- |``; smartquotes turns
+# ``---`` into # an em dash, and a paragraph joins the rows into one line): on a page,
+# it means a table was shown # as raw text instead of rendered (CommonMark has no
+# tables).
 DELIMITER_ROW = re.compile(r"\|(?:[ \t]*:?[-\u2013\u2014]+:?[ \t]*\|){2,}")
-# Pages with no code to run (written in Markdown: the API reference, the timings, ...): no launch
-# (Colab, Binder) button. Notebooks have one.
+# Pages with no code to run (written in Markdown: the API reference, the timings, ...):
+# no launch # (Colab, Binder) button. Notebooks have one.
 NO_CODE = [p for p in PAGES if (ROOT / p).with_suffix(".md").exists()]
 
 
 @pytest.mark.parametrize("path", PAGES)
 def test_tables_are_html_tables(visits, path):
     raw = DELIMITER_ROW.findall(visits[path].facts["text"])
-    assert not raw, f"{path} shows a Markdown table as text (delimiter rows {raw}), not as an HTML <table>"
+    assert not raw, (
+        f"{path} shows a Markdown table as text (delimiter rows {raw}), not as an HTML "
+        f"<table>"
+    )
 
 
 def test_the_timings_page_shows_its_table(visits):
@@ -160,21 +192,36 @@ def test_the_timings_page_shows_its_table(visits):
 
 @pytest.mark.parametrize("path", NO_CODE)
 def test_no_launch_button_on_pages_without_code(visits, path):
-    assert not visits[path].facts["launch"], f"{path} offers to launch a notebook: {visits[path].facts['launch']}"
+    assert not visits[path].facts["launch"], (
+        f"{path} offers to launch a notebook: {visits[path].facts['launch']}"
+    )
 
 
 def test_notebook_pages_have_a_launch_button(visits):
-    """The other side of the test above: the chapters do offer Colab (so its selector still works)."""
+    """The other side of the test above: the chapters do offer Colab (so its selector
+    still works).
+    """
     chapters = [p for p in PAGES if p.startswith("chapters/")]
-    assert chapters and all(visits[p].facts["launch"] for p in chapters), \
-        {p: visits[p].facts["launch"] for p in chapters}
+    assert chapters and all(visits[p].facts["launch"] for p in chapters), {
+        p: visits[p].facts["launch"] for p in chapters
+    }
 
 
 def test_api_reference_is_documentation(visits):
-    """The API pages are autodoc: rendered signatures, and no type's docstring under a constant."""
+    """The API pages are autodoc: rendered signatures, and no type's docstring under a
+    constant.
+    """
     pages = [p for p in PAGES if p.startswith("book/api_")]
-    assert len(pages) >= 3, f"the API reference should be one page per module group, found {pages}"
+    assert len(pages) >= 3, (
+        f"the API reference should be one page per module group, found {pages}"
+    )
     text = "\n".join(visits[p].facts["text"] for p in pages)
     assert "PRESETS" in text and "causal_mask" in text and "train" in text
-    for leak in ("dict() -> new empty dictionary", "Built-in immutable sequence", "str(object='') -> str"):
-        assert leak not in text, f"the API reference shows a builtin type's docstring: {leak!r}"
+    for leak in (
+        "dict() -> new empty dictionary",
+        "Built-in immutable sequence",
+        "str(object='') -> str",
+    ):
+        assert leak not in text, (
+            f"the API reference shows a builtin type's docstring: {leak!r}"
+        )
