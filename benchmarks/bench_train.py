@@ -131,7 +131,7 @@ def bert_pair(s: dict, T: int, dropout: float):
 
 
 # The same batches for both implementations (GPT: ids and next tokens; BERT: corrupted
-# ids and # the original ids at the masked positions, -100 elsewhere).
+# ids and the original ids at the masked positions, -100 elsewhere).
 
 
 def gpt_batch(B, T, g):

@@ -252,7 +252,7 @@ def skip_undocumented(app, what, name, obj, skip, options):
         inspect.isroutine(obj) or inspect.isclass(obj) or inspect.ismodule(obj)
     ):
         # a constant (ConstantDocumenter documents it); other module data
-        # (``annotations`` from # __future__, a TypeVar) only when documented with
+        # (``annotations`` from __future__, a TypeVar) only when documented with
         # ``#:``, which autodoc handles itself
         return None if _is_constant(name, obj) or _has_own_doc(obj) else True
     if inspect.ismodule(obj):
@@ -269,7 +269,7 @@ def skip_undocumented(app, what, name, obj, skip, options):
 
 
 # Long names in inline code (``OpenAIGPTLMHeadModel.from_pretrained``) and signatures
-# may break # anywhere on these pages, so that none is wider than a phone's screen.
+# may break anywhere on these pages, so that none is wider than a phone's screen.
 NARROW_CSS = """<style>
   article code.literal, article dt.sig, article dt.sig * { overflow-wrap: anywhere; }
   article dt.sig, article code.literal span.pre { white-space: normal; }

@@ -177,7 +177,7 @@ def attention(
     p = dropout
     if not return_weights and (p == 0.0 or q.device.type != "cpu"):
         # The fused kernel (flash / memory-efficient / math) when nobody needs the
-        # weights. # The same mask, said faster: the causal triangle as is_causal,
+        # weights. The same mask, said faster: the causal triangle as is_causal,
         # all-True as no mask.
         is_causal = bias is None and mask is not None and _is_causal(mask)
         if is_causal or (mask is not None and bool(mask.all())):
@@ -191,7 +191,7 @@ def attention(
         weights = None
     else:
         # The same computation written out, for pictures and for reading; also for
-        # dropout on a # CPU, where the fused kernel cannot drop out and would fall back
+        # dropout on a CPU, where the fused kernel cannot drop out and would fall back
         # to this anyway.
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Tq, Tk)
         if bias is not None:

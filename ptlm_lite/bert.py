@@ -65,7 +65,7 @@ BERT_FIELDS = dict(
     tie_weights=True,
 )
 # Devlin et al. (2018), section 3: L=12, H=768, A=12 ("110M") and L=24, H=1024, A=16
-# ("340M"), # a 30,522-token uncased WordPiece vocabulary and 512 positions.
+# ("340M"), a 30,522-token uncased WordPiece vocabulary and 512 positions.
 register_preset(
     "bert-base",
     vocab_size=30522,
@@ -264,7 +264,7 @@ class BertForPreTraining(Model):
             logits = self.mlm(hidden)  # (B, T, V)
         else:
             # Only the masked positions are scored (Google's code gathers them too): the
-            # other # ~85% would cost a vocabulary-sized softmax each and count for
+            # other ~85% would cost a vocabulary-sized softmax each and count for
             # nothing.
             selected = targets != IGNORE  # (B, T)
             # (N, V), N = number of masked positions

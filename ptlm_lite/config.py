@@ -70,9 +70,9 @@ class Config:
     share_layers: bool = False  # ALBERT: one block's weights used by every layer
 
     # What each field accepts beyond its type: ">= 1", "> 0", "in [0, 1)" (any of [ ] (
-    # ) ends), # a tuple of allowed strings, or None for "any value of the type". A
-    # field not named here # gets the default for its type: ints and floats ">= 0",
-    # strings and bools anything. # A subclass extends the rules:  RANGES =
+    # ) ends), a tuple of allowed strings, or None for "any value of the type". A
+    # field not named here gets the default for its type: ints and floats ">= 0",
+    # strings and bools anything. A subclass extends the rules:  RANGES =
     # {**Config.RANGES, "mem_len": ">= 1"}
     RANGES: ClassVar[dict[str, object]] = {
         "vocab_size": ">= 1",
@@ -258,7 +258,7 @@ def _check_known(cls: type, names) -> None:
 
 
 # Values are only the fields that differ from the defaults of the preset's class; a
-# plain dict, # so a preset can be built on: register_preset("bert-tiny",
+# plain dict, so a preset can be built on: register_preset("bert-tiny",
 # **{**PRESETS["tiny"], **BERT_FIELDS}).
 PRESETS: dict[str, dict] = {
     # The book's scales (model-agnostic: a chapter picks the preset and sets

@@ -60,7 +60,7 @@ def filter_logits(
         sorted_logits, order = logits.sort(dim=-1, descending=True)
         probs = sorted_logits.softmax(-1)
         # Drop a token when the tokens ranked above it already reach top_p (the first
-        # always stays). # (B, V), in sorted order
+        # always stays). (B, V), in sorted order
         drop = probs.cumsum(-1) - probs >= top_p
         logits.scatter_(-1, order, sorted_logits.masked_fill(drop, float("-inf")))
     return logits

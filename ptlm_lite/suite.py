@@ -216,7 +216,7 @@ def _evidence(sentences: dict, entity, phrase: str) -> str:
 
 
 # A fact slot: who it is about, how a question starts, the true values, how the document
-# says it. # ``answers(e)`` lists every true value (a person has several friends).
+# says it. ``answers(e)`` lists every true value (a person has several friends).
 def _slots(world):
     tail = lambda rel: lambda e: [t.name for t in world.related(e, rel)]  # noqa: E731
     attr = lambda key: lambda e: [e.attributes[key]]  # noqa: E731
@@ -360,7 +360,7 @@ def _fact_cloze(world, split, sentences) -> Task:
         everyone = [v for part in facts.values() for _, v in part]
         for part, pairs in facts.items():
             # Each round of distractors is the split's right answers, shuffled: every
-            # value is a # candidate 4 times as often as it is right, whatever its
+            # value is a candidate 4 times as often as it is right, whatever its
             # frequency
             endings = [[right] for _, right in pairs]
             for _ in range(N_CHOICES - 1):
@@ -454,10 +454,10 @@ def _favourite_colour(world, split, sentences) -> Task:
 
 
 # The slot filler's words. Colours are short and occupations long ("red" is 2 word
-# pieces, # "librarian" 5), so a model can tell the two kinds apart by length alone, and
-# a random-weights # model learns that shortcut from any fine-tuning set that rewards
-# it. Fine-tuning therefore uses # only words of 3 pieces in both book tokenizers
-# (WordPiece and byte-level BPE), where length # says nothing; the test asks about the
+# pieces, "librarian" 5), so a model can tell the two kinds apart by length alone, and
+# a random-weights model learns that shortcut from any fine-tuning set that rewards
+# it. Fine-tuning therefore uses only words of 3 pieces in both book tokenizers
+# (WordPiece and byte-level BPE), where length says nothing; the test asks about the
 # other 12 words, never seen in fine-tuning.
 FILLER_TRAIN_WORDS = {
     "colour": ("green", "yellow", "purple"),
@@ -699,7 +699,7 @@ def surface_baseline(
     ).tocsr()
     X_test = hstack([v.transform(f) for v, f in zip(vectorizers, test_fields)]).tocsr()
     # A tight tolerance: on a balanced pair task the gradient at zero is tiny, and the
-    # default # stops before the first step (a constant "baseline" would measure
+    # default stops before the first step (a constant "baseline" would measure
     # nothing).
     clf = LogisticRegression(C=C, max_iter=5000, tol=1e-8)
     labels = np.array([e["label"] for e in task.test])

@@ -51,7 +51,7 @@ FILES = [
     ("jquery", "dist/jquery.min.js", "jquery.min.js"),
 ]
 # MathJax 3 (Sphinx's default math renderer loads it from a CDN): the combined file plus
-# the # folders it lazy-loads from its own location (TeX extensions, fonts, menu,
+# the folders it lazy-loads from its own location (TeX extensions, fonts, menu,
 # accessibility).
 MATHJAX_FILES = ["tex-mml-chtml.js"]
 MATHJAX_DIRS = ["input", "output", "ui", "a11y", "adaptors", "sre"]

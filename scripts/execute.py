@@ -44,7 +44,7 @@ PACKAGE = "ptlm_lite"
 KEY = "ptlm_book"
 
 # Evaluated in the chapter's kernel after its last cell: {module name: file} for the
-# package's # modules in sys.modules (a submodule imported by a module is there too).
+# package's modules in sys.modules (a submodule imported by a module is there too).
 _PROBE = (
     "__import__('json').dumps({_n: getattr(_m, '__file__', None) for _n, _m in "
     "list(__import__('sys').modules.items()) if _n == %(p)r or "
@@ -178,7 +178,7 @@ def _run(nb, path: pathlib.Path, timeout: int) -> dict[str, str | None]:
         # every cell, language_info, widget state; raises on error
         client.execute(cleanup_kc=False)
         # Ask the same kernel, before it shuts down, which modules it loaded: a silent
-        # request with a # user expression adds no cell, no output and no execution
+        # request with a user expression adds no cell, no output and no execution
         # count to the notebook.
         msg_id = client.kc.execute(
             "",

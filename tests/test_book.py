@@ -55,7 +55,7 @@ def test_chapter_opens_with_its_title(nb):
 @pytest.mark.parametrize("nb", CHAPTERS, ids=lambda p: p.name)
 def test_chapter_template(nb):
     # Order: title and introduction (markdown), the Colab cell (first code cell,
-    # hidden), a sentence # on scaling up, the parameters cell (second code cell), then
+    # hidden), a sentence on scaling up, the parameters cell (second code cell), then
     # the chapter.
     cs = cells(nb)
     code = [c for c in cs if c["cell_type"] == "code"]

@@ -142,7 +142,7 @@ def test_collate_pads_each_field_with_its_own_value():
     assert batch["segments"].tolist() == [[0, 1, 1], [0, 0, 0]]
     assert batch["labels"].tolist() == [2, 0]
     # Examples that bring their own boolean mask keep it (and its dtype); an empty
-    # sequence # does not turn ids into floats.
+    # sequence does not turn ids into floats.
     batch = bt.collate(
         [{"ids": [], "valid": []}, {"ids": [3, 4], "valid": [True, False]}]
     )

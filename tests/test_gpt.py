@@ -247,9 +247,9 @@ def test_loading_a_checkpoint_of_another_shape_names_the_tensor():
 
 
 # Parameter counts of the papers' sizes, built on the meta device (nothing is
-# allocated). # GPT-2's paper reported 117M/345M/762M/1542M; the released checkpoints
-# have 124M/355M/774M/1558M # (the first counts omitted the position table and used a
-# smaller vocabulary estimate; OpenAI later # corrected the numbers in their model
+# allocated). GPT-2's paper reported 117M/345M/762M/1542M; the released checkpoints
+# have 124M/355M/774M/1558M (the first counts omitted the position table and used a
+# smaller vocabulary estimate; OpenAI later corrected the numbers in their model
 # card). GPT's 117M is the 116.5M below, rounded.
 PAPER = {
     "gpt": (116_534_784, 117e6),

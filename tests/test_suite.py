@@ -236,7 +236,7 @@ def test_slot_filler_training_words_have_one_length_in_both_book_tokenizers():
         }
         assert set(lengths.values()) == {3}, lengths
         # ...while among the test words every occupation is longer than every colour:
-        # the shortcut # a model fine-tuned on all 20 words would learn, and the reason
+        # the shortcut a model fine-tuned on all 20 words would learn, and the reason
         # for the length-matched split
         test_len = {
             w: len(tok.encode(prefix + w))

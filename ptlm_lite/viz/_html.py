@@ -76,7 +76,7 @@ def figure_to_html(
 
 def _close(fig) -> None:
     # Figures made with matplotlib.figure.Figure are not known to pyplot; those made
-    # with pyplot are, # and would be shown a second time at the end of the cell by the
+    # with pyplot are, and would be shown a second time at the end of the cell by the
     # inline backend.
     try:
         import matplotlib.pyplot as plt

@@ -170,8 +170,8 @@ _CDN = {
 }
 
 # Where to get require.js, d3 and jQuery. In the static book, js/ptlm-book.js (loaded on
-# every page; # see scripts/assets.py) sets window.ptlmBookJs.base to the book's own
-# copies, so nothing leaves the # site. In Jupyter and Colab that variable is absent and
+# every page; see scripts/assets.py) sets window.ptlmBookJs.base to the book's own
+# copies, so nothing leaves the site. In Jupyter and Colab that variable is absent and
 # the public CDNs bertviz uses are taken.
 _LOADER = """(function () {
   var cdn = %(cdn)s;

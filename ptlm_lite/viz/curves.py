@@ -167,7 +167,7 @@ class TrainingCurve:
             return
         now = time.monotonic()
         # Drawing costs ~0.3 s on a small CPU: wait at least 4x that long between
-        # redraws, so the # live plot never takes more than ~20% of the training time.
+        # redraws, so the live plot never takes more than ~20% of the training time.
         if not force and now - self._last < max(self.min_interval, 4 * self._cost):
             return
         from IPython.display import display

@@ -204,7 +204,7 @@ def open_page(browser, base_url: str, path: str):
     t = time.perf_counter()
     page.goto(visit.url, wait_until="load")
     # Widgets render after 'load': wait until every stored widget view has been replaced
-    # by a # rendered widget, and bertviz has drawn its SVG.
+    # by a rendered widget, and bertviz has drawn its SVG.
     try:
         page.wait_for_function(
             """() => document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length

@@ -166,12 +166,12 @@ def test_comparison_tables_filter_and_sort(browser, base_url, site):
 
 
 # A Markdown table's delimiter row (``|---|---:|``, ``| --- | --- |``; smartquotes turns
-# ``---`` into # an em dash, and a paragraph joins the rows into one line): on a page,
-# it means a table was shown # as raw text instead of rendered (CommonMark has no
+# ``---`` into an em dash, and a paragraph joins the rows into one line): on a page,
+# it means a table was shown as raw text instead of rendered (CommonMark has no
 # tables).
 DELIMITER_ROW = re.compile(r"\|(?:[ \t]*:?[-\u2013\u2014]+:?[ \t]*\|){2,}")
 # Pages with no code to run (written in Markdown: the API reference, the timings, ...):
-# no launch # (Colab, Binder) button. Notebooks have one.
+# no launch (Colab, Binder) button. Notebooks have one.
 NO_CODE = [p for p in PAGES if (ROOT / p).with_suffix(".md").exists()]
 
 
