@@ -269,16 +269,19 @@ def skip_undocumented(app, what, name, obj, skip, options):
 
 
 # Long names in inline code (``OpenAIGPTLMHeadModel.from_pretrained``) and signatures
-# may break anywhere on these pages, so that none is wider than a phone's screen.
+# may break anywhere, on every page, so that none is wider than a phone's screen; a
+# progress bar wraps its counts below it rather than shrink to nothing.
 NARROW_CSS = """<style>
   article code.literal, article dt.sig, article dt.sig * { overflow-wrap: anywhere; }
   article dt.sig, article code.literal span.pre { white-space: normal; }
+  /* tqdm's progress bar (an HBox: label, bar, counts) keeps its bar on a phone */
+  article .widget-hbox:has(> .widget-hprogress) { flex-wrap: wrap; }
+  article .widget-hprogress { min-width: 120px; flex: 1 1 120px; }
 </style>"""
 
 
 def narrow_screens(app, pagename, templatename, context, doctree):
-    if pagename.startswith("book/api"):
-        context["metatags"] = context.get("metatags", "") + NARROW_CSS
+    context["metatags"] = context.get("metatags", "") + NARROW_CSS
 
 
 def always_reread(app, env, added, changed, removed):

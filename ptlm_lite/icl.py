@@ -162,3 +162,39 @@ class SymbolTasks:
         return logits.gather(
             -1, self.answer_token(x[..., None], torch.arange(self.n_labels))
         )
+
+    @torch.no_grad()
+    def shot_accuracy(self, model, family: str, n: int, pairs: int, g, shots) -> list:
+        """Accuracy at each number of shots in ``shots`` on ``n`` new sequences of
+        ``family``, split by whether the query had been demonstrated (GPT-3 chapter).
+
+        One row per k: ``accuracy``, ``seen queries`` / ``unseen queries`` (the
+        accuracy on each part; NaN when a part is empty), ``share seen`` and
+        ``copier`` (what copying seen answers and guessing the rest would score). A
+        model that answers the same whatever it reads scores ``1 / n_labels`` on every
+        part, so the chapter's asserts on seen queries fail for it (a test checks).
+        """
+        b = self.sequences(n, pairs, family, g)
+        logits = model(b["ids"]).logits[:, 1::2]  # (n, pairs, V) at the queries
+        correct = (self.label_logits(logits, b["x"]).argmax(-1) == b["y"]).float()
+        nan = float("nan")
+        rows = []
+        for k in shots:
+            seen = b["seen"][:, k]
+            share = seen.float().mean().item()
+            rows.append(
+                {
+                    "family": family,
+                    "shots": k,
+                    "accuracy": correct[:, k].mean().item(),
+                    "copier": share + (1 - share) / self.n_labels,
+                    "seen queries": correct[seen, k].mean().item()
+                    if seen.any()
+                    else nan,
+                    "unseen queries": correct[~seen, k].mean().item()
+                    if (~seen).any()
+                    else nan,
+                    "share seen": share,
+                }
+            )
+        return rows

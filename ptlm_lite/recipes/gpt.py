@@ -31,6 +31,7 @@ __all__ = [
     "pretrained_gpt",
     "task_inputs",
     "collate_task",
+    "option_scores",
 ]
 
 # each scale's run: Shakespeare characters, block length, batch, steps, peak learning
@@ -187,3 +188,29 @@ def collate_task(seqs: list[list[list[int]]], labels=None, pad_id: int = 0) -> d
     if labels is not None:
         batch["labels"] = torch.as_tensor(labels)
     return batch
+
+
+@torch.no_grad()
+def option_scores(model, tok, prompts, options, pad_id: int = 0) -> torch.Tensor:
+    """``log P(option | prompt)`` for every prompt and option, ``(len(prompts),
+    len(options))``: how GPT-2 answers a multiple-choice question zero-shot (the
+    highest-scoring option wins; GPT-2 chapter).
+
+    Each score is a sum over the option's tokens, so a model that has learnt nothing
+    prefers the shortest option for every prompt: pass the argmax to
+    :func:`ptlm_lite.finetune.scores`, which flags a constant answer (a test checks).
+    """
+    seqs, starts, ends = [], [], []
+    for p in prompts:
+        p_ids = tok.encode(p)
+        for o in options:
+            o_ids = tok.encode(o)
+            seqs.append(p_ids + o_ids)
+            starts.append(len(p_ids))
+            ends.append(len(p_ids) + len(o_ids))
+    ids = torch.full((len(seqs), max(map(len, seqs))), pad_id, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s)
+    model.eval()
+    ll = model.log_likelihood(ids, torch.tensor(starts), torch.tensor(ends))
+    return ll.view(len(prompts), len(options))

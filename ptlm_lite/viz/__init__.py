@@ -18,6 +18,7 @@ the widgets").
 * :func:`diagram` - an architecture diagram drawn from a few lines of text (inline SVG)
 """
 
+from ._html import install_book_figures
 from .attention_views import attention_heatmaps, bertviz_head_view, bertviz_model_view
 from .curves import TrainingCurve, live_loss_plot
 from .diagram import diagram, diagram_svg
@@ -40,3 +41,5 @@ __all__ = [
     "diagram",
     "diagram_svg",
 ]
+
+install_book_figures()  # the book's figure style and renderer, in a kernel only

@@ -15,6 +15,9 @@ from typing import Sequence
 from ._html import esc, figure_to_html, new_figure, stable_id
 from .stepper import stepper
 
+# The width of the book's text column at a 1280 px window: figures are drawn no wider.
+PAGE_PX = 680
+
 
 def _layers(attentions, batch: int = 0):
     """Normalise attentions to a list over layers of numpy (H, Tq, Tk) float arrays."""
@@ -115,18 +118,24 @@ def attention_heatmaps(
     if per not in ("layer", "head"):
         raise ValueError(f"per must be 'layer' or 'head', got {per!r}")
 
-    cell = 0.22 if max(Tq, Tk) <= 16 else max(0.05, 3.5 / max(Tq, Tk))
-    side_w, side_h = 0.6 + Tk * cell, 0.6 + Tq * cell
-    ticks = max(Tq, Tk) <= 24
+    # Sized for the page: a figure at most PAGE_PX wide at ``dpi``, so it is never
+    # scaled down, and tick labels of 10 pt (>= 10 px at dpi >= 72). Heads wrap into
+    # rows, at least two to a row; with more than ~24 tokens the cells are too small for
+    # labels and there are none.
+    width_in = PAGE_PX / dpi
+    per_row = 2 if per == "layer" and len(heads) > 1 else 1  # heads side by side
+    cell = min(0.22, max(0.05, (width_in / per_row - 0.95) / max(Tq, Tk)))
+    ticks = cell * dpi >= 11
+    side_w, side_h = 0.9 + Tk * cell, 0.6 + Tq * cell
 
     def draw(ax, a, title, ylabels=True):
         ax.imshow(a, cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest")
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize=10)
         if ticks:
             ax.set_xticks(range(Tk))
-            ax.set_xticklabels([str(t) for t in key_tokens], rotation=90, fontsize=8)
+            ax.set_xticklabels([str(t) for t in key_tokens], rotation=90, fontsize=10)
             ax.set_yticks(range(Tq))
-            ax.set_yticklabels([str(t) for t in tokens] if ylabels else [], fontsize=8)
+            ax.set_yticklabels([str(t) for t in tokens] if ylabels else [], fontsize=10)
         else:
             ax.set_xticks([])
             ax.set_yticks([])
@@ -134,15 +143,20 @@ def attention_heatmaps(
 
     views = {}
     if per == "layer":
+        cols = max(1, min(len(heads), int(width_in // side_w)))
+        rows = -(-len(heads) // cols)
         for li in layers:
-            fig = new_figure((max(2.5, side_w * len(heads) + 0.3), side_h + 0.4))
-            axes = fig.subplots(1, len(heads), squeeze=False)[0]
+            fig = new_figure((cols * side_w, rows * (side_h + 0.5) + 0.4))
+            axes = fig.subplots(rows, cols, squeeze=False).ravel()
             for k, (ax, h) in enumerate(zip(axes, heads)):
-                draw(ax, L[li][h], f"head {h}", ylabels=(k == 0))
+                draw(ax, L[li][h], f"head {h}", ylabels=(k % cols == 0))
+            for ax in axes[len(heads) :]:
+                ax.set_visible(False)
             fig.suptitle(
                 f"layer {li}: rows = queries, columns = keys, darker = more attention",
-                fontsize=9,
+                fontsize=10,
             )
+            fig.tight_layout()
             views[f"layer {li}"] = figure_to_html(
                 fig, dpi=dpi, alt=f"attention, layer {li}"
             )
@@ -299,4 +313,7 @@ def bertviz_model_view(
         display_mode=display_mode,
         html_action="return",
     )
-    return HTML(_offline_html(out.data, "ptlm-bertviz-model"))
+    # bertviz draws the model view 970 px wide whatever the page: draw it as wide as the
+    # book's text column, so that every head is on screen (the thumbnails shrink).
+    data = out.data.replace("const DIV_WIDTH = 970;", f"const DIV_WIDTH = {PAGE_PX};")
+    return HTML(_offline_html(data, "ptlm-bertviz-model"))

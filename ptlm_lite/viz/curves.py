@@ -151,9 +151,9 @@ class TrainingCurve:
         ax.set_ylabel(self.ylabel)
         ax.grid(alpha=0.3)
         if self.title:
-            ax.set_title(self.title, fontsize=10)
+            ax.set_title(self.title)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
+            ax.legend()
         fig.tight_layout()
         return fig
 

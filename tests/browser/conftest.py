@@ -161,6 +161,38 @@ FACTS = """() => {
     launch: Array.from(document.querySelectorAll(
         '.dropdown-launch-buttons, a[href*="colab.research.google.com"], a[href*="mybinder.org"]'))
         .map(e => e.className || e.getAttribute('href')),
+    // the first element of the article that shows anything: a chapter's title
+    first: (() => {
+      const walker = document.createTreeWalker(article, NodeFilter.SHOW_ELEMENT);
+      for (let e = walker.nextNode(); e; e = walker.nextNode()) {
+        if (/^H[1-6]$/.test(e.tagName) || e.tagName === 'PRE' || e.tagName === 'IMG'
+            || e.tagName === 'TABLE' || e.tagName === 'P' || e.tagName === 'svg')
+          if (e.offsetParent !== null && (e.innerText || e.tagName).trim())
+            return {tag: e.tagName, text: (e.innerText || '').trim().slice(0, 80)};
+      }
+      return null;
+    })(),
+    // every image: its source, natural width and the width it is shown at (a hidden
+    // stepper view is shown at most as wide as the article)
+    images: Array.from(article.querySelectorAll('img')).map(img => ({
+      src: img.currentSrc || img.src,
+      natural: img.naturalWidth,
+      shown: img.getBoundingClientRect().width
+             || Math.min(img.naturalWidth, article.clientWidth),
+    })),
+    // drawings wider than the article (cut off or scrolled: bertviz, diagrams)
+    wideSvg: Array.from(article.querySelectorAll('svg')).filter(svg =>
+        svg.getBoundingClientRect().width > article.clientWidth + 1)
+      .map(svg => Math.round(svg.getBoundingClientRect().width)),
+    // text drawn in SVG (diagrams, bertviz): font size times the SVG's scale
+    svgText: Array.from(article.querySelectorAll('svg text')).filter(t => t.textContent.trim())
+      .map(t => {
+        const svg = t.ownerSVGElement, vb = svg.viewBox && svg.viewBox.baseVal;
+        const scale = vb && vb.width ? svg.getBoundingClientRect().width / vb.width : 1;
+        const size = parseFloat(getComputedStyle(t).fontSize);
+        return {text: t.textContent.trim().slice(0, 30), px: size * scale,
+                shown: svg.getBoundingClientRect().width > 0};
+      }).filter(t => t.shown),
   };
 }"""
 

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from .conftest import ROOT, open_page, toc_pages
+from .conftest import ROOT, SITE, open_page, toc_pages
 
 pytestmark = pytest.mark.browser
 
@@ -225,3 +225,89 @@ def test_api_reference_is_documentation(visits):
         assert leak not in text, (
             f"the API reference shows a builtin type's docstring: {leak!r}"
         )
+
+
+# --- what a reader sees: title first, labels legible, pages that fit a phone
+
+CHAPTERS = [p for p in PAGES if p.startswith("chapters/")]
+MIN_LABEL_PX = 10
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_the_title_comes_first(visits, path):
+    first = visits[path].facts["first"]
+    assert first and first["tag"] == "H1", (
+        f"{path}: the first thing in the article is {first}, not the chapter's title"
+    )
+
+
+def _png(src: str, base_url: str) -> bytes:
+    import base64
+    import urllib.parse
+
+    if src.startswith("data:"):
+        return base64.b64decode(src.split(",", 1)[1])
+    path = urllib.parse.unquote(urllib.parse.urlparse(src).path).lstrip("/")
+    return (SITE / path).read_bytes()
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_figure_labels_are_at_least_10px(visits, base_url, path):
+    """Each figure's PNG records its smallest font size at its own resolution
+    (``ptlm_lite.viz._html.figure_to_png``); scaled by the width the page shows it at
+    (1280 px window), no label may be smaller than 10 px. SVG text (diagrams, bertviz)
+    is measured as drawn.
+    """
+    from ptlm_lite.viz._html import png_font_px
+
+    small, unrecorded = [], []
+    for img in visits[path].facts["images"]:
+        if not img["src"] or not img["natural"]:
+            continue
+        data = _png(img["src"], base_url)
+        if not data.startswith(b"\x89PNG"):
+            continue
+        px = png_font_px(data)
+        if px is None:
+            if b"tEXt" not in data:
+                unrecorded.append(img["src"][:60])
+            continue
+        shown = px * min(1.0, img["shown"] / img["natural"])
+        if shown < MIN_LABEL_PX - 0.05:
+            small.append(
+                f"{shown:.1f} px ({img['natural']} px image shown at "
+                f"{img['shown']:.0f} px)"
+            )
+    small += [
+        f"SVG text {t['text']!r}: {t['px']:.1f} px"
+        for t in visits[path].facts["svgText"]
+        if t["px"] < MIN_LABEL_PX - 0.05
+    ]
+    wide = visits[path].facts["wideSvg"]
+    assert not wide, f"{path}: drawings wider than the text column: {wide} px"
+    assert not unrecorded, (
+        f"{path}: figures not rendered by the book's renderer (no font record): "
+        f"{unrecorded}"
+    )
+    assert not small, f"{path}: labels below {MIN_LABEL_PX} px: {small[:8]}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_fits_a_phone(browser, base_url, site, path):
+    """At 390 px (a phone), the page is no wider than the screen: wide things (code,
+    tables, figures) scroll inside their own box or shrink."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    try:
+        page.goto(base_url + path, wait_until="load")
+        page.wait_for_timeout(500)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        culprits = page.evaluate(
+            """() => Array.from(document.querySelectorAll('article *'))
+                 .filter(e => e.getBoundingClientRect().right > 392)
+                 .filter(e => !e.closest('pre, .highlight, .table-wrapper, .cell_output, .output'))
+                 .slice(0, 5).map(e => e.tagName + '.' + e.className)"""
+        )
+    finally:
+        context.close()
+    assert width <= 391, f"{path} is {width} px wide at a 390 px screen: {culprits}"
