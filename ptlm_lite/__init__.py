@@ -83,10 +83,19 @@ _MODULES = {
 __all__ = sorted(_NAMES) + ["attention", "train"]
 
 
+def _is_submodule(name: str) -> bool:
+    """A later chapter's model file (``P.roberta``) loads like the core modules."""
+    import importlib.util
+
+    return not name.startswith("_") and (
+        importlib.util.find_spec(f"{__name__}.{name}") is not None
+    )
+
+
 def __getattr__(name: str):
     if name in _NAMES:
         value = getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
-    elif name in _MODULES:
+    elif name in _MODULES or _is_submodule(name):
         value = importlib.import_module(f".{name}", __name__)
     else:
         raise AttributeError(f"module 'ptlm_lite' has no attribute {name!r}")

@@ -259,7 +259,8 @@ def mlm_mask(
         )
     else:
         selected = selected & maskable
-    random_ids = [i for i in range(vocab_size) if i not in set(special) | {mask_id}]
+    never = set(special) | {mask_id}
+    random_ids = [i for i in range(vocab_size) if i not in never]
     return replace_selected(
         ids,
         selected,

@@ -723,3 +723,142 @@ def surface_baseline(
         **scores(predictions, labels, task.n_labels),
         "predictions": predictions.tolist(),
     }
+
+
+# ----------------------------------------------------------------------------------
+# Span extraction (SQuAD-style), added for ``chapters/spanbert.ipynb``. The tasks above
+# are unchanged and :data:`TASKS` still lists them only; ``get("span_qa")`` builds this
+# one, and ``ptlm_lite.finetune.run_spans`` fine-tunes and scores it.
+#
+#     span_qa    "Where was Kotheth Sheal born?"                          surface
+#                + "Kotheth Sheal was born in Drothobais and works for Brimo Guild."
+#                -> "Drothobais" (a span of the passage)
+
+SPAN_TASKS = ("span_qa",)
+# The question for each kind of answer span: the templates of ``World.span_qa``.
+SPAN_QUESTIONS = {
+    "city": "Where was {} born?",
+    "organisation": "Who does {} work for?",
+    "phrase:occupation": "What is the occupation of {}?",
+    "phrase:colour": "What is the favourite colour of {}?",
+    "phrase:age": "How old is {}?",
+}
+
+
+@dataclass(frozen=True, repr=False)
+class SpanTask(Task):
+    """A span-extraction task (``kind == "span"``): the answer is a span of a passage.
+
+    An example holds ``question``, ``context`` (the passage), ``answer`` and
+    ``answer_start`` (``context[answer_start:answer_start + len(answer)] == answer``),
+    ``entity``, ``relation`` (which question) and ``label``, the index of that question
+    in ``labels`` (so ``balance()`` gives the share of each question). The baselines
+    are of exact match, not of a class: ``majority`` is the best constant answer string
+    (the most frequent answer of the test split), ``chance`` a uniformly random span of
+    the passage's whitespace-separated words. Token-level baselines (the most frequent
+    answer position) need a tokenizer: :func:`ptlm_lite.finetune.run_spans` adds them.
+    """
+
+    def __post_init__(self):
+        if self.kind != "span":
+            raise ValueError(f"a SpanTask has kind 'span', got {self.kind!r}")
+
+    def __repr__(self) -> str:
+        return (
+            f"SpanTask({self.name!r}, {self.n_labels} questions, {len(self.train)} "
+            f"train / {len(self.test)} test, best constant answer {self.majority:.1%}, "
+            f"chance {self.chance:.1%}, "
+            + ("needs pre-training)" if self.needs_pretraining else "surface)")
+        )
+
+    @property
+    def majority_label(self) -> int:
+        raise TypeError(
+            "a span task has no majority label: its constant baseline is an answer "
+            "string (majority)"
+        )
+
+    def subset(self, n_train: int | None = None, n_test: int | None = None):
+        """The first ``n_train`` / ``n_test`` examples, baselines recomputed."""
+        train, test = self.train[:n_train], self.test[:n_test]
+        if not train or not test:
+            raise ValueError(
+                f"n_train and n_test must leave examples in both splits, got "
+                f"{n_train}, {n_test}"
+            )
+        return _span_task(
+            self.name,
+            self.labels,
+            train,
+            test,
+            self.needs_pretraining,
+            self.description,
+        )
+
+
+def _span_task(name, labels, train, test, needs_pretraining, description) -> SpanTask:
+    answers = Counter(e["answer"] for e in test)
+    words = [len(e["context"].split()) for e in test]
+    return SpanTask(
+        name=name,
+        description=description,
+        kind="span",
+        labels=tuple(labels),
+        train=train,
+        test=test,
+        needs_pretraining=needs_pretraining,
+        majority=max(answers.values()) / len(test),
+        chance=sum(2 / (w * (w + 1)) for w in words) / len(test),
+    )
+
+
+def _span_qa(world, split, sentences) -> SpanTask:
+    """One question per person and kind of answer; the passage is the sentence of the
+    person's document that holds the answer (at most 48 tokens with the question, in
+    the BERT chapters' WordPiece, so it fits the tiny models' pre-training rows).
+    """
+    out = {"train": [], "test": []}
+    labels = tuple(SPAN_QUESTIONS)
+    for doc in world.documents:
+        e = world.entities[doc.entity]
+        if e.kind != "person":
+            continue
+        start = 0
+        bounds = []  # (start, end) of each sentence in doc.text
+        for s in sentences[e.id]:
+            bounds.append((start, start + len(s)))
+            start += len(s) + 1
+        for i, (label, question) in enumerate(SPAN_QUESTIONS.items()):
+            span = next(s for s in doc.spans if s.label == label)
+            a, b = next((a, b) for a, b in bounds if a <= span.start and span.end <= b)
+            out[split[e.id]].append(
+                {
+                    "question": question.format(e.name),
+                    "context": doc.text[a:b],
+                    "answer": doc.text[span.start : span.end],
+                    "answer_start": span.start - a,
+                    "entity": e.name,
+                    "relation": label,
+                    "label": i,
+                }
+            )
+    out = _shuffled(world, "span_qa", out)
+    return _span_task(
+        "span_qa",
+        labels,
+        out["train"],
+        out["test"],
+        needs_pretraining=False,
+        description=(
+            "SQuAD-style span extraction: a question about a person (where born, whom "
+            "they work for, occupation, favourite colour, age) and the sentence of "
+            "their document that answers it; the answer is a span of that sentence. "
+            "A surface task: the answer stands in the passage, always next to the "
+            "same words, so random weights can learn it too; what pre-training can "
+            "add is a head start (fewer fine-tuning steps to the same exact match). "
+            "Test questions are about test entities only."
+        ),
+    )
+
+
+_BUILDERS["span_qa"] = _span_qa

@@ -96,13 +96,25 @@ def module_file(name: str) -> pathlib.Path | None:
     return None
 
 
-def module_hashes(files: dict[str, str | None]) -> dict[str, str]:
+def module_hashes(
+    files: dict[str, str | None], chapter: str | None = None
+) -> dict[str, str]:
     """{name: file} reported by the kernel -> {name: hash} for the files inside the
-    package dir.
+    package dir (other chapters' exercise sets and solutions left out when ``chapter``,
+    the notebook's stem, is given).
     """
     pkg = package_dir()
+    # a chapter depends on its own exercise set and solutions only (looking up an
+    # exercise's name may import other chapters' sets, which it does not use)
+    per_chapter = (f"{PACKAGE}.exercise_sets.", f"{PACKAGE}.solutions.")
     out, outside = {}, []
     for name, file in sorted(files.items()):
+        if (
+            chapter
+            and name.startswith(per_chapter)
+            and name.rsplit(".", 1)[1] != chapter
+        ):
+            continue
         if not file:
             # namespace package, builtin: nothing to hash
             continue
@@ -223,7 +235,7 @@ def execute(path: pathlib.Path, _unused=None, timeout: int = 600) -> float:
     # the old whole-package record
     rec.pop("input_hash", None)
     rec["code_hash"] = code_hash(nb)
-    rec["modules"] = module_hashes(files)
+    rec["modules"] = module_hashes(files, chapter=path.stem)
     rec["seconds"] = round(seconds, 1)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".ipynb.tmp")
     try:

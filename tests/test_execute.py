@@ -190,3 +190,22 @@ def test_a_failing_notebook_is_left_untouched(executed):
         ex.execute(path)
     assert path.read_text() == before and not list(path.parent.glob("*.tmp"))
     assert ex.stale_reasons(path) == ["no execution record"]
+
+
+def test_other_chapters_exercise_sets_are_not_dependencies(ex, tmp_path, monkeypatch):
+    monkeypatch.setattr(ex, "ROOT", tmp_path)
+    pkg = ex.PACKAGE
+    files = {}
+    for sub, chapter in (
+        ("exercise_sets", "roberta"),
+        ("exercise_sets", "spanbert"),
+        ("solutions", "spanbert"),
+    ):
+        f = tmp_path / pkg / sub / f"{chapter}.py"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("X = 1\n")
+        files[f"{pkg}.{sub}.{chapter}"] = str(f)
+    assert set(ex.module_hashes(files, chapter="roberta")) == {
+        f"{pkg}.exercise_sets.roberta"
+    }
+    assert len(ex.module_hashes(files)) == 3

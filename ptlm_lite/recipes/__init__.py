@@ -11,4 +11,8 @@ and returns the cached (or freshly trained) model.
 * :mod:`ptlm_lite.recipes.bert`: MLM + NSP pre-training with the corruption and the pair
   builder as arguments (``chapters/bert.ipynb``); later chapters pass their own (whole
   words, spans, SOP).
+* :mod:`ptlm_lite.recipes.ernie`, :mod:`ptlm_lite.recipes.spanbert`,
+  :mod:`ptlm_lite.recipes.roberta`: the batches and runs of the masked-LM family's later
+  chapters (``chapters/ernie_baidu.ipynb``, ``chapters/spanbert.ipynb``,
+  ``chapters/roberta.ipynb``).
 """

@@ -180,6 +180,7 @@ def pretrain(
     tok=None,
     batches: Callable | None = None,
     callback: Callable | None = None,
+    desc: str = "pre-training BERT",
     **train_kw,
 ):
     """Pre-train ``model`` (a :class:`BertForPreTraining`) on ``batches`` (default
@@ -222,7 +223,7 @@ def pretrain(
         warmup=min(warmup, steps - 1),
         schedule="constant",
         seed=seed,
-        desc="pre-training BERT",
+        desc=desc,
         callback=keep_checkpoints,
         **train_kw,
     )

@@ -311,3 +311,10 @@ def test_page_fits_a_phone(browser, base_url, site, path):
     finally:
         context.close()
     assert width <= 391, f"{path} is {width} px wide at a 390 px screen: {culprits}"
+
+
+def test_every_chapter_has_a_widget(site):
+    """Every chapter promises a widget that works in the static book: a stepper
+    (explorers are steppers), which the test above moves on every page."""
+    bare = [p for p in CHAPTERS if "ptlm-stepper" not in (site / p).read_text("utf-8")]
+    assert not bare, f"chapters without a widget: {bare}"
