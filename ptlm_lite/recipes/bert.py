@@ -233,7 +233,7 @@ def pretrain(
 
 def _train_tiny(model):
     model.history = pretrain(
-        model, steps=PRETRAIN_STEPS["tiny"], keep=(100, 200), progress=True
+        model, steps=PRETRAIN_STEPS["tiny"], keep=(70, 100, 200), progress=True
     )
 
 
