@@ -1,4 +1,5 @@
-"""Efficient Transformers: the survey's families as masks, chunks and two ``attend``s.
+"""Efficient Transformers: the survey's families as masks, chunks and ``attend``
+overrides.
 
 Full attention scores every query against every key: O(T²). Tay et al. (2020) sort
 the ways around it into families; one member of each is here:
@@ -48,7 +49,7 @@ def _offsets(T, causal):  # (T, T) query minus key, and which keys are not in th
 
 
 def local_mask(T: int, window: int, causal: bool = False) -> torch.Tensor:
-    """Sliding window (Longformer): |i − j| < window; causal: 0 ≤ i − j < window.
+    """Sliding window (Longformer): ``|i − j| < window``; causal ``0 ≤ i − j < window``.
 
     ``local_mask(5, 2)``::
 
