@@ -405,7 +405,6 @@ def run(
     batch builder (``max_len``, ``prefix_space``). ``table.attrs`` holds the task's
     name, ``needs_pretraining``, the steps and the split sizes.
     """
-    import pandas as pd
 
     factories = make_model if isinstance(make_model, dict) else {"model": make_model}
     if not factories or not all(callable(f) for f in factories.values()):
@@ -448,6 +447,14 @@ def run(
                 }
             )
     rows += [{**r, "seed": None} for r in _baselines(task, surface)]
+    return _table(rows, task, steps)
+
+
+def _table(rows: list[dict], task, steps: int):
+    """The runs and baselines of :func:`run` or :func:`run_spans` as one DataFrame,
+    with the task and its sizes in ``attrs``."""
+    import pandas as pd
+
     table = pd.DataFrame(rows)
     table["seed"] = table["seed"].astype("Int64")  # baselines have none
     table.insert(0, "task", task.name)
@@ -664,7 +671,6 @@ def run_spans(
     ``seconds``; then the baselines ``chance`` and ``frequency guess`` (the most
     frequent answer position of the training split, in tokens).
     """
-    import pandas as pd
 
     factories = make_model if isinstance(make_model, dict) else {"model": make_model}
     if not factories or not all(callable(f) for f in factories.values()):
@@ -707,14 +713,4 @@ def run_spans(
         {**r, "seed": None, "constant": r.get("constant", False)}
         for r in _span_baselines(train_batch, test_batch, max_answer_len)
     ]
-    table = pd.DataFrame(rows)
-    table["seed"] = table["seed"].astype("Int64")  # baselines have none
-    table.insert(0, "task", task.name)
-    table.attrs.update(
-        task=task.name,
-        needs_pretraining=task.needs_pretraining,
-        steps=steps,
-        n_train=len(task.train),
-        n_test=len(task.test),
-    )
-    return table
+    return _table(rows, task, steps)
