@@ -6,7 +6,7 @@ A chapter's coding exercise is two cells: a stub the reader fills in (it raises
     def my_causal_mask(T):
         raise NotImplementedError
 
-    check("causal mask", my_causal_mask)          # the cases and the reference live here, in EXERCISES
+    check("causal mask", my_causal_mask)   # cases and reference: exercise_sets/transformer.py
 
 :func:`check` never stops the chapter: an unattempted stub (it raises
 ``NotImplementedError``, returns ``...`` or ``None``, or is ``...`` itself) is reported
@@ -23,11 +23,15 @@ cell away). An instructor can delete ``ptlm_lite/solutions/``: the checks still 
 since they compare with the package's own implementation, not with the solutions.
 
 A conceptual question is checked by :func:`ask`: the question and its choices live in
-:data:`QUESTIONS`; the explanation of the right answer lives in the solutions module and is shown
-once the reader has it right::
+:data:`QUESTIONS`; the explanation of the right answer lives in the solutions module and
+is shown once the reader has it right::
 
     answer = None                                  # your answer: "A", "B", "C" or "D"
     ask("why divide by √d", answer)
+
+Each chapter's exercises and questions are registered by its own module,
+``ptlm_lite/exercise_sets/<chapter>.py``, with :func:`_exercise` and :func:`_question`;
+they load on first use (:func:`load_all`).
 
 Introduced in ``chapters/transformer.ipynb``; every chapter's exercises use it.
 """
@@ -289,231 +293,6 @@ def _exercise(name, chapter, solution, atol=1e-5, call=None):
     return register
 
 
-# --- chapters/transformer.ipynb
-
-
-@_exercise("causal mask", "transformer", "my_causal_mask")
-def _causal_mask():
-    from . import masks
-
-    return masks.causal_mask, [(1,), (2,), (5,), (9,)]
-
-
-@_exercise("attention weights", "transformer", "my_attention_weights")
-def _attention_weights():
-    from . import masks
-    from .attention import attention
-
-    # q (Tq, d), k (Tk, d) -> (Tq, Tk), through the package's attention
-    def reference(q, k, mask):
-        return attention(
-            q[None, None], k[None, None], k[None, None], mask=mask, return_weights=True
-        )[1][0, 0]
-
-    g = torch.Generator().manual_seed(1)
-    cases = [
-        (
-            torch.randn(4, 8, generator=g),
-            torch.randn(4, 8, generator=g),
-            masks.causal_mask(4),
-        ),
-        (
-            torch.randn(3, 16, generator=g),
-            torch.randn(5, 16, generator=g),
-            torch.ones(3, 5, dtype=torch.bool),
-        ),
-        (
-            torch.randn(5, 4, generator=g),
-            torch.randn(5, 4, generator=g),
-            masks.prefix_mask(5, 2),
-        ),
-    ]
-    return reference, cases
-
-
-# --- chapters/gpt.ipynb
-
-
-@_exercise("top-k filtering", "gpt", "my_top_k")
-def _top_k():
-    from .generate import filter_logits
-
-    g = torch.Generator().manual_seed(0)
-    cases = [(torch.randn(2, 10, generator=g), k) for k in (1, 3, 10)]
-    return (lambda logits, k: filter_logits(logits, top_k=k)), cases
-
-
-@_exercise("cached causal mask", "gpt", "my_cache_mask")
-def _cache_mask():
-    from . import masks
-
-    return (lambda T, past: masks.causal_mask(T, memory=past)), [
-        (1, 0),
-        (1, 5),
-        (3, 4),
-        (4, 0),
-    ]
-
-
-# --- chapters/bert.ipynb
-
-# as the chapter's WordPiece: ids 0..6 are special
-BERT_VOCAB, BERT_MASK, BERT_FIRST_ORDINARY = 1024, 4, 7
-
-
-def _replacement_stats(replace, seed):
-    """What a replacement function did to the 15% selected of 160,000 positions: the
-    fraction of the selected that became [MASK], the fraction that became another
-    ordinary token, and checks that nothing else moved. Fractions are compared within
-    0.015 (the sampling noise is about 0.003).
-    """
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(BERT_FIRST_ORDINARY, BERT_VOCAB, (400, 400), generator=g)
-    sel = torch.rand(ids.shape, generator=g) < 0.15
-    given = ids.clone()
-    out = replace(given, sel, g, mask_id=BERT_MASK, vocab_size=BERT_VOCAB)
-    if _is_stub_value(out):
-        return out
-    stats = dict.fromkeys(
-        [
-            "output",
-            "fraction [MASK]",
-            "fraction random",
-            "unselected unchanged",
-            "random tokens are ordinary",
-            "ids left untouched",
-        ]
-    )
-    stats["output"] = (
-        f"tensor{tuple(out.shape)} {str(out.dtype).replace('torch.', '')}"
-        if isinstance(out, torch.Tensor)
-        else type(out).__name__
-    )
-    if not isinstance(out, torch.Tensor) or out.shape != ids.shape:
-        # differs in "output" (and the rest)
-        return stats
-    n = int(sel.sum())
-    random = (out != ids) & (out != BERT_MASK)
-    return {
-        **stats,
-        "fraction [MASK]": int((out[sel] == BERT_MASK).sum()) / n,
-        "fraction random": int(random[sel].sum()) / n,
-        "unselected unchanged": bool((out[~sel] == ids[~sel]).all()),
-        "random tokens are ordinary": bool((out[random] >= BERT_FIRST_ORDINARY).all()),
-        "ids left untouched": bool(torch.equal(given, ids)),
-    }
-
-
-@_exercise(
-    "80/10/10 replacement", "bert", "my_replace", atol=0.015, call=_replacement_stats
-)
-def _replace():
-    def reference(ids, selected, generator, mask_id, vocab_size):
-        from .corrupt import replace_selected
-
-        return replace_selected(
-            ids,
-            selected,
-            mask_id=mask_id,
-            vocab_size=vocab_size,
-            generator=generator,
-            random_ids=range(BERT_FIRST_ORDINARY, vocab_size),
-        ).inputs
-
-    return reference, [(0,), (1,), (2,)]
-
-
-@_exercise("best span", "bert", "my_best_span")
-def _best_span():
-    from .bert import best_span
-
-    g = torch.Generator().manual_seed(0)
-    return (
-        (lambda s, e, L: best_span(s, e, L)),
-        [
-            (torch.randn(3, 12, generator=g), torch.randn(3, 12, generator=g), L)
-            for L in (1, 3, 12)
-        ],
-    )
-
-
-# --- chapters/gpt2.ipynb
-
-
-@_exercise("GPT-2 parameter count", "gpt2", "my_gpt2_params")
-def _gpt2_params():
-    from .config import preset
-    from .gpt import GPT
-    from .train import count_parameters
-
-    def counted(vocab_size, max_len, d_model, n_layer, d_ff):
-        cfg = preset(
-            "gpt2-tiny",
-            vocab_size=vocab_size,
-            max_len=max_len,
-            d_model=d_model,
-            n_layer=n_layer,
-            d_ff=d_ff,
-        )
-        with torch.device("meta"):
-            return count_parameters(GPT(cfg))
-
-    return counted, [
-        (50257, 1024, 768, 12, 3072),
-        (512, 128, 64, 2, 256),
-        (100, 16, 32, 5, 64),
-    ]
-
-
-@_exercise("pre-LN sublayer", "gpt2", "my_pre_ln")
-def _pre_ln():
-    # fixed weights without touching the caller's random state
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        ln, lin = torch.nn.LayerNorm(8), torch.nn.Linear(8, 8)
-        (
-            torch.nn.init.normal_(ln.weight, 1.0, 0.5),
-            torch.nn.init.normal_(ln.bias, 0.0, 0.5),
-        )
-        cases = [
-            (torch.randn(2, 3, 8), ln, lin),
-            (torch.randn(1, 5, 8), ln, torch.tanh),
-        ]
-    return (lambda x, norm, f: x + f(norm(x))), cases
-
-
-# --- chapters/gpt3.ipynb
-
-
-def _gpt3_task():
-    from .icl import SymbolTasks
-
-    return SymbolTasks(n_inputs=8, n_labels=8)  # the chapter's T
-
-
-@_exercise("k-shot prompt", "gpt3", "my_prompt")
-def _prompt():
-    return _gpt3_task().prompt, [([], 3), ([(0, 1)], 0), ([(2, 5), (7, 7), (2, 5)], 4)]
-
-
-@_exercise("accuracy at the query", "gpt3", "my_accuracy")
-def _accuracy():
-    T = _gpt3_task()
-
-    def reference(logits, x, y):
-        return (T.label_logits(logits, x).argmax(-1) == y).float().mean().item()
-
-    g = torch.Generator().manual_seed(3)
-    return reference, [
-        (
-            torch.randn(n, T.vocab_size, generator=g),
-            torch.randint(8, (n,), generator=g),
-            torch.randint(8, (n,), generator=g),
-        )
-        for n in (1, 5, 64)
-    ]
-
-
 # ----------------------------------------------------------------------------------
 # check
 
@@ -627,7 +406,7 @@ def check(
 
 def load_all() -> None:
     """Register the exercises and questions of every chapter in
-    :mod:`ptlm_lite.exercise_sets` (the first five chapters' are in this module)."""
+    :mod:`ptlm_lite.exercise_sets` (one module per chapter)."""
     import pkgutil
 
     from . import exercise_sets
@@ -721,142 +500,6 @@ QUESTIONS: dict[str, Question] = {}
 
 def _question(name, chapter, question, choices, answer):
     QUESTIONS[name] = Question(name, chapter, question, tuple(choices), answer)
-
-
-_question(
-    "why divide by √d",
-    "transformer",
-    "Why are the attention scores q·k divided by √d before the softmax?",
-    [
-        "It makes the attention scores cheaper to compute when d is large.",
-        "It keeps the variance of the scores near 1 whatever d, so the softmax does "
-        "not saturate.",
-        "It makes each row of attention weights sum to one, like a distribution.",
-        "It stops a query from attending to positions later than its own.",
-    ],
-    1,
-)
-_question(
-    "what teacher forcing feeds",
-    "transformer",
-    "When the date model trains with teacher forcing, what does the decoder read "
-    "at target position t?",
-    [
-        "Its own prediction from position t − 1, as it will at test time.",
-        "The true target characters before position t: the target shifted one place "
-        "right behind <bos>.",
-        "The whole true target, the character at t included; only the loss hides it.",
-        "Nothing but the encoder's output: the target enters through the loss alone.",
-    ],
-    1,
-)
-_question(
-    "why a causal mask",
-    "gpt",
-    "Why does GPT's pre-training use a causal mask?",
-    [
-        "It halves the memory, since half of the attention scores need not be stored.",
-        "It stops the model from attending to the padding at the end of a batch.",
-        "Each position predicts the next token, so it must not see that token or "
-        "later ones.",
-        "The fine-tuning tasks are read left to right, so pre-training must match "
-        "them.",
-    ],
-    2,
-)
-_question(
-    "what a task must need",
-    "gpt",
-    "An earlier version of the GPT chapter fine-tuned on sentences such as "
-    '"Pibrou is a small city in '
-    'Semoria.", labelled person, city, country or organisation. Why could that '
-    "task not test the "
-    "claim that pre-training helps?",
-    [
-        "The sentences are too short for attention to matter, so any model does "
-        "equally well.",
-        "The kind word is in the input, so weights trained on the labelled examples "
-        "alone learn it too.",
-        "Accuracy cannot be compared with chance when there are four classes.",
-        "A single sentence has no [delim] token, so GPT's input transformation does "
-        "not apply.",
-    ],
-    1,
-)
-_question(
-    "why not always [MASK]",
-    "bert",
-    "Why does BERT turn only 80% of the selected tokens into [MASK] (10% random, "
-    "10% unchanged)?",
-    [
-        "[MASK] never appears in fine-tuning, so every real token must be represented "
-        "well too.",
-        "Replacing fewer tokens by [MASK] makes each pre-training step faster to "
-        "compute.",
-        "Masking every selected token would leave too little context to predict "
-        "them from.",
-        "Random and unchanged tokens make next-sentence prediction harder to learn.",
-    ],
-    0,
-)
-_question(
-    "what pre-LN changes",
-    "gpt2",
-    "What does GPT-2's pre-LN change compared with the original post-LN Transformer?",
-    [
-        "It removes LayerNorm from the blocks and keeps a single one at the very end.",
-        "It normalises after adding the residual, computing norm(x + f(x)).",
-        "Each sublayer reads norm(x) and adds its output to x, so the residual sum "
-        "is never normalised.",
-        "It moves every LayerNorm into the feed-forward sublayers only.",
-    ],
-    2,
-)
-_question(
-    "a zero-shot score at the majority share",
-    "gpt2",
-    "A zero-shot classifier scores 53% accuracy on a four-class test set in "
-    "which 53% of the documents "
-    "are about people. What can you conclude?",
-    [
-        "The model has learnt about half of the task.",
-        "Nothing yet: always answering 'person' also scores 53%; look at the "
-        "per-class accuracy first.",
-        "It beats chance (25% for four classes), so zero-shot transfer shows up.",
-        "It needs calibration, which is certain to raise its accuracy.",
-    ],
-    1,
-)
-_question(
-    "why no weight stores the answer",
-    "gpt3",
-    "In this chapter's in-context tasks, why can no weight of the model store "
-    "the answers?",
-    [
-        "The model is too small to memorise all the mappings it is trained on.",
-        "The mapping x → y is drawn afresh for every sequence, so only the context "
-        "tells it.",
-        "The answer tokens are left out of the loss during training.",
-        "The embeddings are frozen, so the answers cannot be stored in them.",
-    ],
-    1,
-)
-_question(
-    "what recall accuracy measures",
-    "gpt3",
-    "On the recall family (a random mapping per sequence), 8-shot accuracy "
-    "equals the share of queries "
-    "already shown among the demonstrations, plus chance on the others. What "
-    "does it measure?",
-    [
-        "How well the model infers the mapping's rule from the demonstrations.",
-        "Copying: a random mapping gives no clue to an unseen query, so this is the "
-        "ceiling of any reader.",
-        "How many of the mappings the model memorised during training.",
-        "Nothing: accuracy above chance at 8 shots is noise.",
-    ],
-    1,
-)
 
 
 def explanation(name: str) -> str | None:

@@ -16,6 +16,7 @@ import torch
 
 from ptlm_lite import exercises as E
 from ptlm_lite.exercises import NOT_ATTEMPTED, RIGHT, WRONG, ask, check
+from ptlm_lite.exercise_sets.gpt3 import _gpt3_task
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 E.load_all()  # the later chapters' exercise sets (ptlm_lite/exercise_sets/)
@@ -190,7 +191,7 @@ def _params(final_ln=True, biases=True, untied=False, lns=2):
 
 
 def _prompt_no_bos(demos, query):
-    T = E._gpt3_task()
+    T = _gpt3_task()
     ids = []
     for x, y in demos:
         ids += [int(T.query_token(x)), int(T.answer_token(x, y))]
@@ -198,7 +199,7 @@ def _prompt_no_bos(demos, query):
 
 
 def _prompt_answer_first(demos, query):
-    T = E._gpt3_task()
+    T = _gpt3_task()
     ids = [T.BOS]
     for x, y in demos:
         ids += [int(T.answer_token(x, y)), int(T.query_token(x))]
@@ -213,7 +214,7 @@ def _prompt_raw_symbols(demos, query):
 
 
 def _prompt_list(demos, query):
-    T = E._gpt3_task()
+    T = _gpt3_task()
     ids = [T.BOS]
     for x, y in demos:
         ids += [int(T.query_token(x)), int(T.answer_token(x, y))]
@@ -231,7 +232,7 @@ def _accuracy_label_index(logits, x, y):
 
 
 def _accuracy_tensor(logits, x, y):
-    T = E._gpt3_task()
+    T = _gpt3_task()
     # a tensor, not a Python float
     return (T.label_logits(logits, x).argmax(-1) == y).float().mean()
 

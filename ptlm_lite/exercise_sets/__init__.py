@@ -1,10 +1,9 @@
-"""Exercises of the later chapters, one module per chapter (``<chapter>.py``).
+"""The exercises of every chapter, one module per chapter (``<chapter>.py``).
 
-Each module registers its coding exercises and conceptual questions with the same
-decorators as :mod:`ptlm_lite.exercises` (``_exercise``, ``_question``); their solutions
-live in ``ptlm_lite/solutions/<chapter>.py`` as for every chapter. The modules load on
-first use of a name that the core registry does not know
-(:func:`ptlm_lite.exercises.load_all`); ``scripts/execute.py`` counts only a chapter's
-own set and solutions among the modules it depends on, so editing one chapter's
-exercises does not make the others stale.
+Each module registers its coding exercises and conceptual questions with the decorators
+of :mod:`ptlm_lite.exercises` (``_exercise``, ``_question``); their solutions live in
+``ptlm_lite/solutions/<chapter>.py``. The modules load on first use of a name that the
+registry does not know yet (:func:`ptlm_lite.exercises.load_all`);
+``scripts/execute.py`` counts only a chapter's own set and solutions among the modules
+it depends on, so editing one chapter's exercises does not make the others stale.
 """
