@@ -13,16 +13,22 @@ each class's F1) gives it only one class's F1 divided by the number of classes, 
 several seeds on the same batches and adds the majority, chance and surface baselines as
 rows of the same table::
 
-    from ptlm_lite import finetune, suite task = suite.get("relation_check") table =
-    finetune.run(task, {"pre-trained": lambda seed: finetune.bert_model(task,
-    pretrained),
-                                "random init": lambda seed: finetune.bert_model(task,
-                                config)},
-                         tok, seeds=(0, 1, 2), steps=150)
+    from ptlm_lite import finetune, suite
+
+    task = suite.get("relation_check")
+    table = finetune.run(
+        task,
+        {
+            "pre-trained": lambda seed: finetune.bert_model(task, pretrained),
+            "random init": lambda seed: finetune.bert_model(task, config),
+        },
+        tok, seeds=(0, 1, 2), steps=150,
+    )
     finetune.summarize(table)
 
 Chapters: ``chapters/bert.ipynb`` (encoder heads), ``chapters/gpt.ipynb`` (GPT's input
-transformations); the tasks are :mod:`ptlm_lite.suite`'s.
+transformations); the tasks are :mod:`ptlm_lite.suite`'s. Span extraction (SpanBERT's
+chapter) is in :mod:`ptlm_lite.spans`.
 """
 
 from __future__ import annotations
@@ -451,8 +457,8 @@ def run(
 
 
 def _table(rows: list[dict], task, steps: int):
-    """The runs and baselines of :func:`run` or :func:`run_spans` as one DataFrame,
-    with the task and its sizes in ``attrs``."""
+    """The runs and baselines of :func:`run` or :func:`~ptlm_lite.spans.run_spans` as
+    one DataFrame, with the task and its sizes in ``attrs``."""
     import pandas as pd
 
     table = pd.DataFrame(rows)
@@ -478,239 +484,3 @@ def summarize(table):
     out["runs"] = g.size()
     out["constant runs"] = g["constant"].sum().astype(int)
     return out
-
-
-# ----------------------------------------------------------------------------------
-# Span extraction (SQuAD-style), added for ``chapters/spanbert.ipynb``: a task of kind
-# "span" (``suite.get("span_qa")``) and BERT's start/end head
-# (:class:`~ptlm_lite.bert.BertForSpanExtraction`). Scores are exact match and F1 over
-# word pieces; the baselines are the most frequent answer position and chance.
-
-
-def span_batch(task, examples, tokenizer, max_len: int = 64) -> dict:
-    """``[CLS] question [SEP] passage [SEP]`` for a span task, as
-    :class:`~ptlm_lite.bert.BertForSpanExtraction` takes it: ``ids``, ``segments``
-    (1 on the passage and its [SEP]), ``valid`` ``(N, T)`` and ``start``, ``end``
-    ``(N,)``, the positions of the answer's first and last token. A passage that does
-    not fit in ``max_len`` loses its end; if that cuts the answer, a ValueError names
-    the example.
-    """
-    from .data import pad_sequences
-
-    examples = _examples(task, examples)
-    if getattr(task, "kind", task) != "span":
-        raise ValueError(f"span_batch needs a task of kind 'span', got {task!r}")
-    sp = tokenizer.special_ids
-    rows, segs, starts, ends = [], [], [], []
-    for i, e in enumerate(examples):
-        q = tokenizer.encode(e["question"])
-        enc = tokenizer.encode_with_offsets(e["context"])
-        a0, a1 = e["answer_start"], e["answer_start"] + len(e["answer"])
-        first = next(t for t, (s, f) in enumerate(enc.offsets) if f > a0)
-        last = max(t for t, (s, f) in enumerate(enc.offsets) if s < a1)
-        passage = enc.ids[: max(0, max_len - len(q) - 3)]
-        if last >= len(passage):
-            raise ValueError(
-                f"examples[{i}]: the answer {e['answer']!r} does not fit in "
-                f"max_len={max_len} tokens"
-            )
-        rows.append([sp["cls"], *q, sp["sep"], *passage, sp["sep"]])
-        segs.append([0] * (len(q) + 2) + [1] * (len(passage) + 1))
-        starts.append(len(q) + 2 + first)
-        ends.append(len(q) + 2 + last)
-    ids, valid = pad_sequences(rows, pad_id=sp["pad"])
-    segments, _ = pad_sequences(segs, pad_id=0, max_len=ids.shape[1])
-    return {
-        "ids": ids,
-        "segments": segments,
-        "valid": valid,
-        "start": torch.tensor(starts),
-        "end": torch.tensor(ends),
-    }
-
-
-def passage_mask(batch: dict) -> torch.Tensor:
-    """``(N, T)`` bool: the passage's tokens (segment 1 without its final [SEP]), where
-    an answer may start and end.
-    """
-    passage = (batch["segments"] == 1) & batch["valid"]
-    last = (passage * torch.arange(passage.shape[1])).argmax(1)  # the [SEP]
-    passage = passage.clone()
-    passage[torch.arange(len(passage)), last] = False
-    return passage
-
-
-def span_scores(start, end, gold_start, gold_end, offset=None) -> dict:
-    """``{"exact_match", "f1", "constant"}`` of predicted spans ``[start, end]``
-    against the gold ones (``(N,)`` tensors of token positions, ends included).
-
-    F1 is SQuAD's, over word pieces: the harmonic mean of the overlap's share of the
-    predicted and of the gold span. ``constant``: every prediction sits at the same
-    place (``offset``: each example's passage start, so "the same place" means the same
-    distance from it) with the same length: the model learned a position, not a
-    reading.
-    """
-    start, end = torch.as_tensor(start), torch.as_tensor(end)
-    gold_start, gold_end = torch.as_tensor(gold_start), torch.as_tensor(gold_end)
-    if not start.shape == end.shape == gold_start.shape == gold_end.shape:
-        raise ValueError("start, end, gold_start and gold_end must have one shape")
-    if len(start) == 0:
-        raise ValueError("no predictions to score")
-    overlap = (
-        torch.minimum(end, gold_end) - torch.maximum(start, gold_start) + 1
-    ).clamp(min=0)
-    precision = overlap / (end - start + 1).clamp(min=1)
-    recall = overlap / (gold_end - gold_start + 1)
-    f1 = torch.where(
-        overlap > 0, 2 * precision * recall / (precision + recall).clamp(min=1e-9), 0.0
-    )
-    where = torch.stack([start - (0 if offset is None else offset), end - start], 1)
-    return {
-        "exact_match": float(
-            ((start == gold_start) & (end == gold_end)).float().mean()
-        ),
-        "f1": float(f1.float().mean()),
-        "constant": bool((where == where[0]).all()),
-    }
-
-
-@torch.no_grad()
-def evaluate_spans(model, batch: dict, max_answer_len: int = 30, chunk: int = 256):
-    """Score a span model on ``batch`` (from :func:`span_batch`): the best span inside
-    the passage (:func:`~ptlm_lite.bert.best_span`) against ``start``/``end``. Returns
-    :func:`span_scores` plus ``predictions``, a list of ``(start, end)``.
-    """
-    from .bert import best_span
-
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    allowed, starts, ends = passage_mask(batch), [], []
-    for i in range(0, len(batch["ids"]), chunk):
-        part = {
-            k: batch[k][i : i + chunk].to(device) for k in ("ids", "segments", "valid")
-        }
-        out = model(**part)
-        s, e = best_span(
-            out.extra["start_logits"].cpu(),
-            out.extra["end_logits"].cpu(),
-            max_answer_len,
-            allowed=allowed[i : i + chunk],
-        )
-        starts.append(s)
-        ends.append(e)
-    model.train(was_training)
-    start, end = torch.cat(starts), torch.cat(ends)
-    offset = allowed.float().argmax(1)
-    return {
-        **span_scores(start, end, batch["start"], batch["end"], offset),
-        "predictions": list(zip(start.tolist(), end.tolist())),
-    }
-
-
-def _span_baselines(train_batch: dict, test_batch: dict, max_answer_len: int):
-    """Chance (a uniformly random span of the passage of at most ``max_answer_len``
-    tokens: expected scores) and the frequency guess (always the training split's most
-    frequent answer position: distance from the passage start, and length).
-    """
-    from collections import Counter
-
-    def where(b):  # passage starts, and (distance from it, length - 1) of each answer
-        offset = passage_mask(b).float().argmax(1).long()
-        gold = zip((b["start"] - offset).tolist(), (b["end"] - b["start"]).tolist())
-        return offset, list(gold)
-
-    (distance, extra), _ = Counter(where(train_batch)[1]).most_common(1)[0]
-    offset, gold = where(test_batch)
-    em, f1 = [], []
-    for n, (g, g_extra) in zip(passage_mask(test_batch).sum(1).tolist(), gold):
-        pairs = [(i, j) for i in range(n) for j in range(i, min(n, i + max_answer_len))]
-        i, j = (torch.tensor(x) for x in zip(*pairs))
-        k = len(pairs)
-        s = span_scores(i, j, torch.full((k,), g), torch.full((k,), g + g_extra))
-        em.append(s["exact_match"])
-        f1.append(s["f1"])
-    guess = span_scores(
-        offset + distance,
-        offset + distance + extra,
-        test_batch["start"],
-        test_batch["end"],
-        offset,
-    )
-    return [
-        {
-            "model": "chance",
-            "exact_match": float(np.mean(em)),
-            "f1": float(np.mean(f1)),
-        },
-        {"model": f"frequency guess (offset {distance}, length {extra + 1})", **guess},
-    ]
-
-
-def run_spans(
-    task,
-    make_model: Callable | dict[str, Callable],
-    tokenizer,
-    seeds=(0, 1, 2),
-    steps: int = 150,
-    batch_size: int = 16,
-    lr: float = 1e-3,
-    max_len: int = 64,
-    max_answer_len: int = 30,
-    device=None,
-    progress: bool = False,
-):
-    """:func:`run` for a span task: fine-tune every factory over ``seeds`` on the same
-    batches and score exact match and F1 on the test split; return a DataFrame.
-
-    ``make_model``: ``{name: seed -> model}`` returning span models, e.g.
-    ``lambda seed: BertForSpanExtraction.from_pretrained(pretrained)``; torch is seeded
-    with ``seed`` before each call, so the new head starts the same way for every
-    factory. Rows: one per (model, seed) with ``exact_match``, ``f1``, ``constant``
-    (every answer at the same place: see :func:`span_scores`), ``final_loss``,
-    ``seconds``; then the baselines ``chance`` and ``frequency guess`` (the most
-    frequent answer position of the training split, in tokens).
-    """
-
-    factories = make_model if isinstance(make_model, dict) else {"model": make_model}
-    if not factories or not all(callable(f) for f in factories.values()):
-        raise TypeError(
-            "make_model must be a callable seed -> model or a non-empty dict of them"
-        )
-    train_batch = span_batch(task, "train", tokenizer, max_len)
-    test_batch = span_batch(task, "test", tokenizer, max_len)
-    rows = []
-    for name, factory in factories.items():
-        for seed in seeds:
-            torch.manual_seed(seed)
-            model = factory(seed)
-            if device is not None:
-                model.to(device)
-            start = time.perf_counter()
-            hist = finetune(
-                model,
-                train_batch,
-                steps,
-                batch_size,
-                lr,
-                seed,
-                progress=progress,
-                desc=f"{task.name}: {name}, seed {seed}",
-            )
-            result = evaluate_spans(model, test_batch, max_answer_len)
-            rows.append(
-                {
-                    "model": name,
-                    "seed": seed,
-                    "exact_match": result["exact_match"],
-                    "f1": result["f1"],
-                    "constant": result["constant"],
-                    "final_loss": hist.final_loss(min(20, steps)),
-                    "seconds": round(time.perf_counter() - start, 2),
-                }
-            )
-    rows += [
-        {**r, "seed": None, "constant": r.get("constant", False)}
-        for r in _span_baselines(train_batch, test_batch, max_answer_len)
-    ]
-    return _table(rows, task, steps)

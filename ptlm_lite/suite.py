@@ -728,7 +728,7 @@ def surface_baseline(
 # ----------------------------------------------------------------------------------
 # Span extraction (SQuAD-style), added for ``chapters/spanbert.ipynb``. The tasks above
 # are unchanged and :data:`TASKS` still lists them only; ``get("span_qa")`` builds this
-# one, and ``ptlm_lite.finetune.run_spans`` fine-tunes and scores it.
+# one, and ``ptlm_lite.spans.run_spans`` fine-tunes and scores it.
 #
 #     span_qa    "Where was Kotheth Sheal born?"                          surface
 #                + "Kotheth Sheal was born in Drothobais and works for Brimo Guild."
@@ -756,7 +756,7 @@ class SpanTask(Task):
     are of exact match, not of a class: ``majority`` is the best constant answer string
     (the most frequent answer of the test split), ``chance`` a uniformly random span of
     the passage's whitespace-separated words. Token-level baselines (the most frequent
-    answer position) need a tokenizer: :func:`ptlm_lite.finetune.run_spans` adds them.
+    answer position) need a tokenizer: :func:`ptlm_lite.spans.run_spans` adds them.
     """
 
     def __post_init__(self):

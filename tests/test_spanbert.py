@@ -1,5 +1,5 @@
 """SpanBERT (ptlm_lite.spanbert, recipes.spanbert) and the span-QA additions to
-ptlm_lite.suite and ptlm_lite.finetune.
+ptlm_lite.suite and ptlm_lite.spans.
 
 Span masking: the exact share of tokens, the span lengths measured against the
 geometric distribution, spans of whole words inside one row, special tokens and
@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 
-from ptlm_lite import bert, finetune, suite
+from ptlm_lite import bert, spans, suite
 from ptlm_lite import spanbert as S
 from ptlm_lite.config import preset
 from ptlm_lite.corrupt import MASKED, RANDOM, UNCHANGED, UNSELECTED
@@ -399,9 +399,9 @@ def test_span_batch_points_at_the_answer(span_task):
     from ptlm_lite.recipes import bert as rb
 
     tok = rb.tokenizer()
-    b = finetune.span_batch(span_task, "test", tok)
+    b = spans.span_batch(span_task, "test", tok)
     assert b["ids"].shape[1] <= 48 and len(b["start"]) == len(span_task.test)
-    passage = finetune.passage_mask(b)
+    passage = spans.passage_mask(b)
     for i, e in enumerate(span_task.test[:40]):
         enc = tok.encode_with_offsets(e["context"])
         q = len(tok.encode(e["question"]))
@@ -413,13 +413,13 @@ def test_span_batch_points_at_the_answer(span_task):
             range(q + 2, q + 2 + len(enc.ids))
         )
     with pytest.raises(ValueError, match=r"examples\[0\].*does not fit"):
-        finetune.span_batch(span_task, span_task.test[:1], tok, max_len=12)
+        spans.span_batch(span_task, span_task.test[:1], tok, max_len=12)
     with pytest.raises(ValueError, match="kind 'span'"):
-        finetune.span_batch(suite.get("relation_check"), "test", tok)
+        spans.span_batch(suite.get("relation_check"), "test", tok)
 
 
 def test_span_scores():
-    s = finetune.span_scores(
+    s = spans.span_scores(
         torch.tensor([3, 3, 4]),
         torch.tensor([4, 6, 4]),
         torch.tensor([3, 3, 7]),
@@ -429,7 +429,7 @@ def test_span_scores():
     assert math.isclose(s["exact_match"], 1 / 3, rel_tol=1e-6)
     assert math.isclose(s["f1"], (1 + 2 / 3 + 0) / 3, rel_tol=1e-6)
     assert not s["constant"]
-    same = finetune.span_scores(
+    same = spans.span_scores(
         torch.tensor([5, 7]),
         torch.tensor([6, 8]),
         torch.tensor([5, 5]),
@@ -462,7 +462,7 @@ class _Fixed(torch.nn.Module):
             s, e = (self.batch[k][at : at + len(ids)] for k in ("start", "end"))
         else:  # the passage's second token, whatever the question
             batch = {"ids": ids, "segments": segments, "valid": valid}
-            s = e = finetune.passage_mask(batch).float().argmax(1) + 1
+            s = e = spans.passage_mask(batch).float().argmax(1) + 1
         logits[r, s, 0] = logits[r, e, 1] = 10.0
         loss = None if start is None else (self.w**2).sum() + 1.0
         extra = {"start_logits": logits[..., 0], "end_logits": logits[..., 1]}
@@ -473,19 +473,15 @@ def test_evaluate_and_run_spans_expose_a_constant_predictor(span_task):
     from ptlm_lite.recipes import bert as rb
 
     tok = rb.tokenizer()
-    test = finetune.span_batch(span_task, "test", tok)
-    oracle = finetune.evaluate_spans(_Fixed(test, True), test)
+    test = spans.span_batch(span_task, "test", tok)
+    oracle = spans.evaluate_spans(_Fixed(test, True), test)
     assert oracle["exact_match"] == 1.0 and oracle["f1"] == 1.0
-    constant = finetune.evaluate_spans(_Fixed(test, False), test)
+    constant = spans.evaluate_spans(_Fixed(test, False), test)
     assert constant["constant"] and constant["exact_match"] < 0.1
     small = span_task.subset(40, 30)
-    table = finetune.run_spans(
+    table = spans.run_spans(
         small,
-        {
-            "constant": lambda seed: _Fixed(
-                finetune.span_batch(small, "test", tok), False
-            )
-        },
+        {"constant": lambda seed: _Fixed(spans.span_batch(small, "test", tok), False)},
         tok,
         seeds=(0,),
         steps=1,
@@ -502,7 +498,7 @@ def test_a_real_span_model_fine_tunes(span_task, cfg):
 
     tok = rb.tokenizer()
     c = cfg.replace(vocab_size=tok.vocab_size)
-    table = finetune.run_spans(
+    table = spans.run_spans(
         span_task,
         {"random init": lambda seed: bert.BertForSpanExtraction(c)},
         tok,
