@@ -95,8 +95,7 @@ def gpt_char(run: dict, steps: int, seed: int, progress: bool):
     from ptlm_lite.data import text_stream, train_tokenizer
     from ptlm_lite.gpt import GPT
 
-    # The alphabet of the whole training text, newline included (the book's cached
-    # shakespeare_tokenizer("char") is trained line by line and has no "\n").
+    # The alphabet of the whole training text, newline included.
     text = text_stream("train")
     tok = train_tokenizer("char", [text], n_sentinels=0)
     data = torch.tensor(tok.encode(text))

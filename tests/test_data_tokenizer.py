@@ -253,3 +253,11 @@ def test_every_kind_trains_to_the_same_ids_in_every_process():
     unigram = json.loads(runs[0]["unigram"])["hf"]["model"]["vocab"][12:]
     # by score, then string
     assert unigram == sorted(unigram, key=lambda ps: (-ps[1], ps[0]))
+
+
+def test_char_tokenizer_trained_line_by_line_still_writes_line_breaks():
+    tok = tk.train_tokenizer("char", ["ROMEO:", "O, she doth teach"], n_sentinels=0)
+    text = "ROMEO:\nO, she doth teach\n"
+    ids = tok.encode(text)
+    assert tok.unk_id not in ids
+    assert tok.decode(ids) == text

@@ -313,7 +313,9 @@ def train_tokenizer(
     specials = special_tokens(n_sentinels)
 
     if kind == "char":
-        alphabet = sorted(set("".join(texts)) - set(specials))
+        # "\n" always: corpora are often passed line by line, and a character model
+        # must still be able to read and write a line break
+        alphabet = sorted(set("".join(texts)) - set(specials) | {"\n"})
         return Tokenizer("char", n_sentinels, chars=specials + alphabet)
 
     from tokenizers import Tokenizer as HFTokenizer
@@ -483,10 +485,10 @@ def _corpus_texts(corpus: str) -> list[str]:
     raise ValueError(f"unknown corpus {corpus!r}; corpus must be one of {CORPORA}")
 
 
-# Bumped when a kind's training changes its result, so that no machine keeps loading a #
+# Bumped when a kind's training changes its result, so that no machine keeps loading a
 # tokenizer that a fresh training would not reproduce (v2: deterministic WordPiece and
-# Unigram).
-_TRAINING_VERSION = {"wordpiece": 2, "unigram": 2}
+# Unigram; char v2: always has "\n").
+_TRAINING_VERSION = {"wordpiece": 2, "unigram": 2, "char": 2}
 
 
 def tokenizer_path(kind: str, vocab_size: int, corpus: str, n_sentinels: int) -> Path:
