@@ -23,7 +23,10 @@ file):
 * :func:`fast_dropout` draws four dropout decisions from each 64-bit random number
   instead of one ``bernoulli_`` call per element, several times faster on a CPU.
   Attention-weight dropout is done with it on the written-out path, because PyTorch's
-  fused CPU kernel cannot drop out.
+  fused CPU kernel cannot drop out;
+* the written-out path makes no pass over the (Tq, Tk) scores that it can avoid: q is
+  scaled before the product, a mask that allows everything is skipped and any other
+  mask is added as 0 / -inf (nothing to do backward).
 
 Introduced in ``chapters/transformer.ipynb``.
 """
@@ -95,9 +98,10 @@ def fast_dropout(x: torch.Tensor, p: float, training: bool = True) -> torch.Tens
     )
     # uniform on [-32768, 32767]
     quarters = bits.view(torch.int16)[:n].view(x.shape)
-    # True with probability 1 - p
-    keep = quarters >= round(p * 65536) - 32768
-    return x * keep * (1.0 / (1.0 - p))
+    # 1 / (1 - p) with probability 1 - p, else 0, in x's dtype: one multiply forward
+    # and one backward (x * bool_keep * scale casts the booleans and makes two passes)
+    keep = (quarters >= round(p * 65536) - 32768).to(x.dtype).mul_(1.0 / (1.0 - p))
+    return x * keep
 
 
 class Dropout(nn.Dropout):
@@ -193,11 +197,15 @@ def attention(
         # The same computation written out, for pictures and for reading; also for
         # dropout on a CPU, where the fused kernel cannot drop out and would fall back
         # to this anyway.
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, Tq, Tk)
+        # q is scaled before the product: Tq·d multiplies instead of Tq·Tk (the same
+        # numbers, bit for bit, when √d is a power of two)
+        scores = (q * (1.0 / math.sqrt(q.shape[-1]))) @ k.transpose(-2, -1)
         if bias is not None:
             scores = scores + bias
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf"))
+        if mask is not None and not bool(mask.all()):
+            # adding 0 / -inf gives masked_fill's result in one pass, with nothing to
+            # do backward; a mask that allows everything is skipped
+            scores = scores + torch.where(mask, 0.0, float("-inf")).to(scores.dtype)
         weights = scores.softmax(dim=-1)
         if empty_rows is not None:
             weights = weights.masked_fill(empty_rows, 0.0)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ptlm_lite import masks
-from ptlm_lite.attention import MultiHeadAttention, attention
+from ptlm_lite.attention import MultiHeadAttention, attention, fast_dropout
 
 
 def qkv(B=2, H=3, Tq=5, Tk=5, d=8, seed=0):
@@ -39,6 +39,29 @@ def test_explicit_is_the_formula():
     out, w = attention(q, k, v, return_weights=True)
     ref = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(8), -1)
     assert torch.allclose(w, ref, atol=1e-6) and torch.allclose(out, ref @ v, atol=1e-5)
+
+
+@pytest.mark.parametrize("mask", [masks.causal_mask(5), torch.ones(5, 5, dtype=bool)])
+def test_dropout_path_is_masked_softmax_then_inverted_dropout(mask):
+    # With dropout on a CPU the written-out path runs (q pre-scaled, the mask added as
+    # 0/-inf, an all-True mask skipped): the same numbers as the textbook formula.
+    q, k, v = qkv(d=16)
+    torch.manual_seed(0)
+    out, w = attention(q, k, v, mask=mask, dropout=0.5)
+    torch.manual_seed(0)
+    keep = fast_dropout(torch.ones_like(w), 0.5)  # the same draws: 0 or 1/(1-p)
+    scores = q @ k.transpose(-1, -2) / 4  # √16 = 4: scaling q first is exact
+    ref = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)
+    assert torch.equal(w, ref)
+    assert set(keep.unique().tolist()) == {0.0, 2.0}
+    assert torch.allclose(out, (ref * keep) @ v, atol=1e-6)
+
+
+def test_fast_dropout_keeps_the_dtype():
+    x = torch.ones(1000, dtype=torch.bfloat16)
+    y = fast_dropout(x, 0.2)
+    assert y.dtype == torch.bfloat16
+    assert set(y.unique().tolist()) == {0.0, 1.25}
 
 
 def test_masked_keys_get_zero_weight():
