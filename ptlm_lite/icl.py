@@ -170,9 +170,11 @@ class SymbolTasks:
 
         One row per k: ``accuracy``, ``seen queries`` / ``unseen queries`` (the
         accuracy on each part; NaN when a part is empty), ``share seen`` and
-        ``copier`` (what copying seen answers and guessing the rest would score). A
-        model that answers the same whatever it reads scores ``1 / n_labels`` on every
-        part, so the chapter's asserts on seen queries fail for it (a test checks).
+        ``copier`` (what copying seen answers and guessing the rest would score) and
+        ``constant answer`` (the best a model answering one label whatever it reads can
+        score: the most frequent answer's share). Such a model scores about
+        ``1 / n_labels`` on every part, so the chapter's asserts on seen queries fail
+        for it (a test checks).
         """
         b = self.sequences(n, pairs, family, g)
         logits = model(b["ids"]).logits[:, 1::2]  # (n, pairs, V) at the queries
@@ -188,6 +190,12 @@ class SymbolTasks:
                     "shots": k,
                     "accuracy": correct[:, k].mean().item(),
                     "copier": share + (1 - share) / self.n_labels,
+                    "constant answer": torch.bincount(
+                        b["y"][:, k], minlength=self.n_labels
+                    )
+                    .max()
+                    .item()
+                    / n,
                     "seen queries": correct[seen, k].mean().item()
                     if seen.any()
                     else nan,
