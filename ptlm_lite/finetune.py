@@ -382,6 +382,49 @@ def _baselines(task, surface: bool) -> list[dict]:
     return rows
 
 
+def _runs(
+    task, make_model, seeds, batches_for, score, steps, batch_size, lr, device, progress
+) -> list[dict]:
+    """The loop that :func:`run` and :func:`ptlm_lite.spans.run_spans` share: for every
+    factory and seed, seed torch, build the model, fine-tune it on
+    ``batches_for(model)[0]`` and score it on ``[1]`` (``score(model, test) -> dict``);
+    one row each, with ``final_loss`` and ``seconds``."""
+    factories = make_model if isinstance(make_model, dict) else {"model": make_model}
+    if not factories or not all(callable(f) for f in factories.values()):
+        raise TypeError(
+            "make_model must be a callable seed -> model or a non-empty dict of them"
+        )
+    rows = []
+    for name, factory in factories.items():
+        for seed in seeds:
+            torch.manual_seed(seed)
+            model = factory(seed)
+            if device is not None:
+                model.to(device)
+            train_batch, test_batch = batches_for(model)
+            start = time.perf_counter()
+            hist = finetune(
+                model,
+                train_batch,
+                steps,
+                batch_size,
+                lr,
+                seed,
+                progress=progress,
+                desc=f"{task.name}: {name}, seed {seed}",
+            )
+            rows.append(
+                {
+                    "model": name,
+                    "seed": seed,
+                    **score(model, test_batch),
+                    "final_loss": hist.final_loss(min(20, steps)),
+                    "seconds": round(time.perf_counter() - start, 2),
+                }
+            )
+    return rows
+
+
 def run(
     task,
     make_model: Callable | dict[str, Callable],
@@ -412,46 +455,30 @@ def run(
     name, ``needs_pretraining``, the steps and the split sizes.
     """
 
-    factories = make_model if isinstance(make_model, dict) else {"model": make_model}
-    if not factories or not all(callable(f) for f in factories.values()):
-        raise TypeError(
-            "make_model must be a callable seed -> model or a non-empty dict of them"
-        )
     cached: dict[bool, tuple[dict, dict]] = {}
-    rows = []
-    for name, factory in factories.items():
-        for seed in seeds:
-            torch.manual_seed(seed)
-            model = factory(seed)
-            if device is not None:
-                model.to(device)
-            decoder = _is_decoder(model)
-            if decoder not in cached:
-                cached[decoder] = batches(task, tokenizer, decoder=decoder, **batch_kw)
-            train_batch, test_batch = cached[decoder]
-            start = time.perf_counter()
-            hist = finetune(
-                model,
-                train_batch,
-                steps,
-                batch_size,
-                lr,
-                seed,
-                progress=progress,
-                desc=f"{task.name}: {name}, seed {seed}",
-            )
-            result = evaluate(model, test_batch)
-            rows.append(
-                {
-                    "model": name,
-                    "seed": seed,
-                    "accuracy": result["accuracy"],
-                    "macro_f1": result["macro_f1"],
-                    "constant": result["constant"],
-                    "final_loss": hist.final_loss(min(20, steps)),
-                    "seconds": round(time.perf_counter() - start, 2),
-                }
-            )
+
+    def batches_for(model):  # built once per input form (encoder or decoder)
+        decoder = _is_decoder(model)
+        if decoder not in cached:
+            cached[decoder] = batches(task, tokenizer, decoder=decoder, **batch_kw)
+        return cached[decoder]
+
+    def score(model, test_batch):
+        result = evaluate(model, test_batch)
+        return {k: result[k] for k in ("accuracy", "macro_f1", "constant")}
+
+    rows = _runs(
+        task,
+        make_model,
+        seeds,
+        batches_for,
+        score,
+        steps,
+        batch_size,
+        lr,
+        device,
+        progress,
+    )
     rows += [{**r, "seed": None} for r in _baselines(task, surface)]
     return _table(rows, task, steps)
 

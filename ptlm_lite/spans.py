@@ -17,13 +17,12 @@ Chapter: ``chapters/spanbert.ipynb``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 import torch
 
-from .finetune import _examples, _table, finetune
+from .finetune import _examples, _runs, _table
 
 __all__ = ["span_batch", "passage_mask", "span_scores", "evaluate_spans", "run_spans"]
 
@@ -213,43 +212,25 @@ def run_spans(
     frequent answer position of the training split, in tokens).
     """
 
-    factories = make_model if isinstance(make_model, dict) else {"model": make_model}
-    if not factories or not all(callable(f) for f in factories.values()):
-        raise TypeError(
-            "make_model must be a callable seed -> model or a non-empty dict of them"
-        )
     train_batch = span_batch(task, "train", tokenizer, max_len)
     test_batch = span_batch(task, "test", tokenizer, max_len)
-    rows = []
-    for name, factory in factories.items():
-        for seed in seeds:
-            torch.manual_seed(seed)
-            model = factory(seed)
-            if device is not None:
-                model.to(device)
-            start = time.perf_counter()
-            hist = finetune(
-                model,
-                train_batch,
-                steps,
-                batch_size,
-                lr,
-                seed,
-                progress=progress,
-                desc=f"{task.name}: {name}, seed {seed}",
-            )
-            result = evaluate_spans(model, test_batch, max_answer_len)
-            rows.append(
-                {
-                    "model": name,
-                    "seed": seed,
-                    "exact_match": result["exact_match"],
-                    "f1": result["f1"],
-                    "constant": result["constant"],
-                    "final_loss": hist.final_loss(min(20, steps)),
-                    "seconds": round(time.perf_counter() - start, 2),
-                }
-            )
+
+    def score(model, test_batch):
+        result = evaluate_spans(model, test_batch, max_answer_len)
+        return {k: result[k] for k in ("exact_match", "f1", "constant")}
+
+    rows = _runs(
+        task,
+        make_model,
+        seeds,
+        lambda model: (train_batch, test_batch),
+        score,
+        steps,
+        batch_size,
+        lr,
+        device,
+        progress,
+    )
     rows += [
         {**r, "seed": None, "constant": r.get("constant", False)}
         for r in _span_baselines(train_batch, test_batch, max_answer_len)
