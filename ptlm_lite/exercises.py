@@ -167,13 +167,20 @@ def _copy(x):
         return x
 
 
+def _what(x) -> str:
+    """A tensor's shape and dtype, or the type of anything else: what an answer is."""
+    if isinstance(x, torch.Tensor):
+        return f"tensor{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}"
+    return type(x).__name__
+
+
 def _show(x, short: bool = False) -> str:
     """A readable value; with ``short``, a tensor of more than 16 entries is only its
     shape and dtype.
     """
     if isinstance(x, torch.Tensor):
         if short and x.numel() > 9:
-            return f"tensor{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}"
+            return _what(x)
         s = repr(x.tolist())
     elif isinstance(x, (tuple, list)):
         inner = ", ".join(_show(y, short) for y in x)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _is_stub_value, _question
+from ..exercises import _exercise, _is_stub_value, _question, _what
 
 # as the chapter's WordPiece: ids 0..6 are special
 BERT_VOCAB, BERT_MASK, BERT_FIRST_ORDINARY = 1024, 4, 7
@@ -35,11 +35,7 @@ def _replacement_stats(replace, seed):
             "ids left untouched",
         ]
     )
-    stats["output"] = (
-        f"tensor{tuple(out.shape)} {str(out.dtype).replace('torch.', '')}"
-        if isinstance(out, torch.Tensor)
-        else type(out).__name__
-    )
+    stats["output"] = _what(out)
     if not isinstance(out, torch.Tensor) or out.shape != ids.shape:
         # differs in "output" (and the rest)
         return stats

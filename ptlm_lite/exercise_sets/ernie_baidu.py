@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _is_stub_value, _question
+from ..exercises import _exercise, _is_stub_value, _question, _what
 
 
 def _span(start, end, label):
@@ -96,11 +96,7 @@ def _selection_stats(select, seed):
             "arguments untouched",
         ]
     )
-    stats["output"] = (
-        f"tensor{tuple(out.shape)} {str(out.dtype).replace('torch.', '')}"
-        if isinstance(out, torch.Tensor)
-        else type(out).__name__
-    )
+    stats["output"] = _what(out)
     if not isinstance(out, torch.Tensor) or out.shape != maskable.shape:
         return stats
     out = out.bool()
