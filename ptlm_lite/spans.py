@@ -200,8 +200,9 @@ def run_spans(
     device=None,
     progress: bool = False,
 ):
-    """:func:`run` for a span task: fine-tune every factory over ``seeds`` on the same
-    batches and score exact match and F1 on the test split; return a DataFrame.
+    """:func:`~ptlm_lite.finetune.run` for a span task: fine-tune every factory over
+    ``seeds`` on the same batches and score exact match and F1 on the test split;
+    return a DataFrame.
 
     ``make_model``: ``{name: seed -> model}`` returning span models, e.g.
     ``lambda seed: BertForSpanExtraction.from_pretrained(pretrained)``; torch is seeded
