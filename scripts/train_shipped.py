@@ -139,43 +139,14 @@ def gpt_char(run: dict, steps: int, seed: int, progress: bool):
     )
 
 
-def whole_word_corruption(tok, p: float):
-    """BERT's corruption with whole-word selection (Google's BERT-WWM release, 2019):
-    ``p`` of the *words* are chosen and every WordPiece of a chosen word is predicted
-    (80/10/10 per piece, as BERT). A word is a piece and the ``##`` pieces after it."""
-    from ptlm_lite.corrupt import can_mask, mlm_mask, select_tokens
-
-    special = sorted(tok.all_special_ids)
-    continues = torch.tensor(
-        [tok.id_to_token(i).startswith("##") for i in range(tok.vocab_size)]
-    )
-
-    def corrupt(ids, generator):
-        maskable = can_mask(ids, special)
-        starts = maskable & ~continues[ids]  # the first piece of each word
-        chosen = select_tokens(starts, p, generator=generator)  # p of the words
-        pos = torch.arange(ids.shape[1]).expand_as(ids)
-        word_start = torch.where(starts, pos, 0).cummax(1).values  # (B, T)
-        selected = chosen.gather(1, word_start) & maskable
-        return mlm_mask(
-            ids,
-            special_ids=special,
-            mask_id=tok.mask_id,
-            vocab_size=tok.vocab_size,
-            generator=generator,
-            selected=selected,
-        )
-
-    return corrupt
-
-
 def bert(run: dict, steps: int, seed: int, progress: bool):
     from ptlm_lite.bert import BertForPreTraining
     from ptlm_lite.recipes import bert as recipe
+    from ptlm_lite.wwm import wwm_corruption
 
     tok = recipe.tokenizer()
     corrupt = (
-        whole_word_corruption(tok, run["mask_p"])
+        wwm_corruption(tok, run["mask_p"])  # BERT-WWM chapter: p of the words
         if run["masking"] == "whole-word"
         else recipe.mlm_corruption(tok, run["mask_p"])
     )
