@@ -1,0 +1,223 @@
+"""XLNet: permutation language modelling with two-stream attention (Yang et al., 2019).
+
+    order z (a permutation of 0..T-1) ──► content mask (z_≤t), query mask (z_<t)
+    ids ──► embedding ──► h (content stream) ─┐ the same layers and weights;
+    mask_emb at every position ──► g (query) ─┴► keys/values always from h
+    g at the predicted positions ──► logits of x_{z_t}
+
+Three things are new, and each is a mask or a second call of the one attention:
+
+1. **Permutation LM.** Pick an order z and predict x_{z_t} from x_{z<t}. Any order is
+   allowed (T! of them), the tokens stay where they are: only the mask changes. The
+   content stream at z_t may see z_≤t (itself included); the query stream only z_<t.
+2. **Two streams.** g at position z_t knows *where* it predicts (relative positions of
+   its queries) but not *what* is there (it starts from one learned vector); h knows
+   both and is what the other positions read. Both streams call the same attention
+   module with the same keys and values [memory ; h]; only the queries and masks differ.
+3. **Partial prediction.** Only the last T/K positions of each order are predicted:
+   they have a long context; the first ones would be guessed from almost nothing.
+
+Relative positions and the memory are Transformer-XL's
+(:mod:`ptlm_lite.transformer_xl`); XLNet is
+bidirectional, so distances are signed (a key can lie after its query).
+
+Chapter: ``chapters/xlnet.ipynb``; training loops in :mod:`ptlm_lite.recipes.xlnet`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .attention import Dropout
+from .config import register_preset
+from .layers import Block, check_ids
+from .output import Output, cross_entropy
+from .stack import Memory, Model
+from .transformer_xl import RelativeAttention, XLConfig
+
+__all__ = [
+    "TwoStreamBlock", "XLNet", "XLNetAttention", "XLNetConfig",
+    "partial_prediction", "permutation_masks", "sample_order",
+]  # fmt: skip
+
+
+@dataclass
+class XLNetConfig(XLConfig):
+    mem_len: int = 0  # the chapter trains on single segments
+
+
+register_preset(
+    "xlnet-tiny", config_cls=XLNetConfig, d_model=64, n_layer=2, n_head=4, d_ff=256,
+    max_len=512, mem_len=0, dropout=0.0, activation="gelu", ln_eps=1e-12,
+)  # fmt: skip
+
+
+def _check_order(order) -> torch.Tensor:
+    if not isinstance(order, torch.Tensor) or order.dim() not in (1, 2):
+        raise ValueError("order must be a (T,) or (B, T) tensor of a permutation")
+    T = order.shape[-1]
+    if not torch.equal(order.sort(-1).values, torch.arange(T).expand_as(order)):
+        raise ValueError(f"order must be a permutation of 0..{T - 1}, got {order}")
+    return order
+
+
+def permutation_masks(order, memory: int = 0):
+    """The content and query masks of a factorisation order z (True = may attend).
+
+    Position i may see position j if j comes earlier in the order (query stream), or
+    earlier or is i itself (content stream). ``order = [2, 0, 1]`` (z_1 = 2, ...)::
+
+        content   query        rows: position i, columns: key j
+        ■ ■ ■     · · ■        0 sees 2 (and itself)
+        · ■ ■     ■ · ■        1 sees 2, 0 (and itself)
+        · · ■     · · ·        2 comes first: sees only itself / nothing
+
+    ``memory`` columns in front are visible to everyone. Returns two bool tensors of
+    shape ``(T, memory + T)``, or ``(B, T, memory + T)`` for a batch of orders.
+    """
+    order = _check_order(order)
+    if not isinstance(memory, int) or memory < 0:
+        raise ValueError(f"memory must be an integer >= 0, got {memory!r}")
+    rank = order.argsort(-1)  # rank[i] = t where z_t = i
+    content = rank[..., None, :] <= rank[..., :, None]  # (…, T, T)
+    query = rank[..., None, :] < rank[..., :, None]
+    pad = content.new_ones(*content.shape[:-1], memory)
+    return torch.cat([pad, content], -1), torch.cat([pad, query], -1)
+
+
+def partial_prediction(order, K: float) -> torch.Tensor:
+    """Which positions are predicted: the last ⌊T/K⌋ of the order (at least one).
+
+    ``partial_prediction(tensor([2, 0, 3, 1]), K=2)`` -> ``[False, True, False, True]``
+    (z_3 = 3 and z_4 = 1). Returns a bool tensor shaped like ``order``.
+    """
+    order = _check_order(order)
+    if isinstance(K, bool) or not isinstance(K, (int, float)) or not K >= 1:
+        raise ValueError(f"K must be a number >= 1, got {K!r}")
+    T = order.shape[-1]
+    n = max(1, int(T / K))
+    return order.argsort(-1) >= T - n
+
+
+def sample_order(B: int, T: int, generator: torch.Generator) -> torch.Tensor:
+    """B factorisation orders of T positions, uniformly at random: (B, T)."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError("generator must be a torch.Generator (never the global RNG)")
+    return torch.stack([torch.randperm(T, generator=generator) for _ in range(B)])
+
+
+class XLNetAttention(RelativeAttention):
+    """Transformer-XL's relative attention with signed distances, as in XLNet.
+
+    Key j is d = i + (Tk - Tq) - j positions behind query i; d < 0 is a key after the
+    query, which a bidirectional model may see. R_d = [sin(d·f) ; cos(d·f)], the
+    paper's (and Hugging Face's) layout, for d from Tk - 1 down to 1 - Tq.
+    """
+
+    def relative_bias(self, q, k):
+        (B, H, Tq, dh), Tk = q.shape, k.shape[-2]
+        d = torch.arange(Tk - 1, -Tq, -1, device=q.device, dtype=q.dtype)  # Tk+Tq-1
+        f = torch.exp(
+            -math.log(10000.0) * torch.arange(0, self.d_model, 2) / self.d_model
+        )
+        R = torch.cat([(d[:, None] * f.to(q)).sin(), (d[:, None] * f.to(q)).cos()], -1)
+        r = self.split(self.r(R)[None])[0]  # (H, Tk+Tq-1, dh)
+        c = torch.einsum("hd,bhkd->bhk", self.u, k)[:, :, None]  # (c): uᵀk_j
+        bd = (q + self.v[:, None]) @ r.transpose(-1, -2)  # (B, H, Tq, Tk+Tq-1)
+        i = torch.arange(Tq, device=q.device)[:, None]
+        col = (Tq - 1 - i) + torch.arange(Tk, device=q.device)[None]  # d at column
+        bd = bd.gather(-1, col.expand(B, H, Tq, Tk))  # (b) + (d), by key
+        return (c + bd) / math.sqrt(dh)
+
+
+class TwoStreamBlock(Block):
+    """One XLNet layer run on both streams with the same weights (post-LN).
+
+    ``forward(h, g, content_mask, query_mask, memory=None)``: keys and values are
+    [memory ; h] for both; h attends with ``content_mask``, g with ``query_mask``.
+    g may be None (content stream only: fine-tuning, or MLM on the same network).
+    """
+
+    def forward(self, h, g, content_mask, query_mask, memory=None, weights=False):
+        kv = h if memory is None else torch.cat([memory, h], dim=1)
+
+        def layer(x, mask):
+            x, w = self.sublayer(
+                x, self.ln1, lambda y: self.attn(y, kv, mask, return_weights=weights)
+            )
+            return self.sublayer(x, self.ln2, lambda y: (self.ff(y), None))[0], w
+
+        h2, w_h = layer(h, content_mask)
+        g2, w_g = (None, None) if g is None else layer(g, query_mask)
+        return h2, g2, (w_h, w_g)
+
+
+class XLNet(Model):
+    """The XLNet language model (bidirectional attention type "bi", no segments).
+
+    ``forward(ids, order=None, targets=None, content_mask=None, query_mask=None,
+    memory=None, two_stream=True)``. Give an ``order`` ((T,) or (B, T)) or both masks
+    ((B, T, M + T), True = may attend); with neither, every position sees every
+    position (content stream only, as in fine-tuning or MLM). ``logits`` (B, T, V)
+    come from g when ``two_stream`` and from h otherwise; ``targets`` (B, T) uses
+    -100 for positions not predicted. ``extra`` holds ``"h"`` and ``"g"``.
+    """
+
+    def __init__(self, config: XLNetConfig, seed: int | None = None):
+        if not isinstance(config, XLConfig) or config.pre_norm:
+            raise TypeError(
+                "config must be a post-LN XLNetConfig, e.g. preset('xlnet-tiny')"
+            )
+        super().__init__(config, seed)
+        D = config.d_model
+        self.tok = nn.Embedding(config.vocab_size, D)
+        self.mask_emb = nn.Parameter(torch.zeros(1, 1, D))  # g's start: no content
+        self.drop = Dropout(config.dropout)
+        self.blocks = nn.ModuleList(
+            TwoStreamBlock(config, attention=XLNetAttention)
+            for _ in range(config.n_layer)
+        )
+        self.head = nn.Linear(D, config.vocab_size)
+        self.head.weight = self.tok.weight  # tied, as in XLNet
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, std=0.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.zeros_(m.bias)
+        nn.init.normal_(self.mask_emb, std=0.02)
+
+    def new_memory(self, mem_len: int | None = None) -> Memory:
+        return Memory(self.config.mem_len if mem_len is None else mem_len)
+
+    def forward(
+        self, ids, order=None, targets=None, content_mask=None, query_mask=None,
+        memory=None, two_stream=True, return_attention=False,
+    ):  # fmt: skip
+        check_ids(ids, self.config.vocab_size)
+        (B, T), M = ids.shape, 0 if memory is None else len(memory)
+        if order is not None:
+            if order.shape[-1] != T:
+                raise ValueError(f"order: {order.shape[-1]} positions for {T} ids")
+            content_mask, query_mask = permutation_masks(order.to(ids.device), M)
+        elif content_mask is None:
+            content_mask = query_mask = torch.ones(T, M + T, dtype=torch.bool)
+        elif query_mask is None:
+            raise ValueError("query_mask: give it with content_mask (or an order)")
+        h = self.drop(self.tok(ids))
+        g = self.drop(self.mask_emb.expand(B, T, -1)) if two_stream else None
+        hidden, attentions = [], []
+        for i, block in enumerate(self.blocks):
+            hidden.append(h)
+            mem = None if memory is None else memory[i]
+            h, g, w = block(h, g, content_mask, query_mask, mem, return_attention)
+            attentions.append(w)
+        if memory is not None:
+            memory.update(hidden)
+        logits = self.head(self.drop(g if two_stream else h))
+        loss = None if targets is None else cross_entropy(logits, targets)
+        return Output(logits, loss, attentions if return_attention else None,
+                      {"h": h, "g": g})  # fmt: skip

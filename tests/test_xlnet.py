@@ -1,0 +1,208 @@
+"""XLNet (``ptlm_lite/xlnet.py``, ``chapters/xlnet.ipynb``): masks from an order,
+partial prediction, and the leak tests of two-stream attention: the query stream at z_t
+sees x_{z_t}, and no position sees anything later in the order.
+"""
+
+import pytest
+import torch
+
+from ptlm_lite.config import preset
+from ptlm_lite.exercises import WRONG, check
+from ptlm_lite.xlnet import XLNet, partial_prediction, permutation_masks, sample_order
+
+T, V = 8, 40
+
+
+@pytest.fixture(scope="module")
+def model():
+    return XLNet(preset("xlnet-tiny", vocab_size=V), seed=0).eval()
+
+
+def test_masks_match_the_definition():
+    order = torch.tensor([3, 0, 4, 1, 2])
+    content, query = permutation_masks(order)
+    pos = order.tolist()
+    for i in range(5):
+        for j in range(5):
+            earlier = pos.index(j) < pos.index(i)
+            assert query[i, j] == earlier
+            assert content[i, j] == (earlier or i == j)
+    assert not query[3].any() and content[3].tolist() == [False] * 3 + [True, False]
+    c, q = permutation_masks(order, memory=2)
+    assert c.shape == (5, 7) and c[:, :2].all() and q[:, :2].all()
+    assert torch.equal(q[:, 2:], query)
+
+
+def test_identity_order_is_the_causal_mask():
+    content, query = permutation_masks(torch.arange(6))
+    assert torch.equal(content, torch.ones(6, 6, dtype=torch.bool).tril())
+    assert torch.equal(query, torch.ones(6, 6, dtype=torch.bool).tril(-1))
+
+
+def test_partial_prediction_selects_the_last_1_over_K():
+    g = torch.Generator().manual_seed(0)
+    orders = sample_order(200, 12, g)
+    for K in (1, 2, 3, 6, 12, 100):
+        pred = partial_prediction(orders, K)
+        n = max(1, int(12 / K))
+        assert (pred.sum(-1) == n).all()
+        for o, p in zip(orders[:20], pred[:20]):
+            assert set(o[12 - n :].tolist()) == set(p.nonzero()[:, 0].tolist())
+    # every position is predicted about equally often over many orders
+    share = partial_prediction(sample_order(3000, 12, g), 4).float().mean(0)
+    assert (share - 0.25).abs().max() < 0.04
+
+
+def test_same_generator_same_orders_and_input_untouched():
+    a = sample_order(4, 9, torch.Generator().manual_seed(5))
+    b = sample_order(4, 9, torch.Generator().manual_seed(5))
+    assert torch.equal(a, b)
+    keep = a.clone()
+    permutation_masks(a)
+    partial_prediction(a, 3)
+    assert torch.equal(a, keep)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_query_stream_never_sees_its_own_token_or_later_ones(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, V, (1, T), generator=g)
+    order = torch.randperm(T, generator=g)
+    rank = order.argsort()
+    with torch.no_grad():
+        base = model(ids, order=order)
+    for i in range(T):  # change x_i: only positions later in the order may move
+        other = ids.clone()
+        other[0, i] = (ids[0, i] + 1 + seed) % V
+        with torch.no_grad():
+            out = model(other, order=order)
+        g_moved = (out.extra["g"] - base.extra["g"]).abs().amax(-1)[0]
+        h_moved = (out.extra["h"] - base.extra["h"]).abs().amax(-1)[0]
+        not_later = rank <= rank[i]
+        assert (g_moved[not_later] < 1e-6).all()  # itself included: no leak
+        assert (h_moved[rank < rank[i]] < 1e-6).all()
+        assert h_moved[i] > 1e-4  # the content stream does see itself
+        if rank[i] < T - 1:
+            assert g_moved[~not_later].max() > 1e-4  # later ones do read it
+
+
+def test_query_stream_knows_its_position():
+    # same context, two target positions: different distributions (the 我爱生活 point)
+    model = XLNet(preset("xlnet-tiny", vocab_size=V), seed=1).eval()
+    with torch.no_grad():  # larger weights than at init, so that positions matter
+        for p in model.parameters():
+            p.mul_(10 if p.dim() > 1 and p.shape[0] != V else 1)
+    ids = torch.randint(1, V, (1, T), generator=torch.Generator().manual_seed(9))
+    order = torch.tensor([0, 1, 2, 3, 4, 5, 6, 7])
+    with torch.no_grad():
+        logits = model(ids, order=order).logits[0]
+    q = permutation_masks(order)[1]
+    # positions 6 and 7 with the same visible context 0..5 when 7 ignores 6
+    q2 = q.clone()
+    q2[7, 6] = False
+    with torch.no_grad():
+        c = permutation_masks(order)[0]
+        l2 = model(ids, content_mask=c[None], query_mask=q2[None])
+    assert (l2.logits[0, 6] - l2.logits[0, 7]).abs().max() > 1e-4
+    assert torch.allclose(l2.logits[0, 6], logits[6], atol=1e-4)
+
+
+def test_bad_input_names_the_argument(model):
+    with pytest.raises(ValueError, match="order"):
+        permutation_masks(torch.tensor([0, 0, 1]))
+    with pytest.raises(ValueError, match="K"):
+        partial_prediction(torch.arange(4), 0.5)
+    with pytest.raises(TypeError, match="generator"):
+        sample_order(2, 3, None)
+    with pytest.raises(ValueError, match="memory"):
+        permutation_masks(torch.arange(3), memory=-1)
+    ids = torch.ones(1, 4, dtype=torch.long)
+    with pytest.raises(ValueError, match="order"):
+        model(ids, order=torch.arange(5))
+    with pytest.raises(ValueError, match="query_mask"):
+        model(ids, content_mask=torch.ones(4, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="config"):
+        XLNet(preset("tiny", vocab_size=V))
+
+
+def test_recipe_windows_hold_the_name_and_bad_objective_is_named():
+    from ptlm_lite.recipes import xlnet as R
+
+    stream = torch.arange(100) % V
+    spans = [(3, 6), (50, 52), (95, 99)]
+    ids, span = R.entity_windows(stream, spans, T=10, n=3)
+    names = [stream[sa:sb].tolist() for sa, sb in spans]
+    assert sorted(w[a:b].tolist() for w, (a, b) in zip(ids, span.tolist())) == sorted(
+        names
+    )
+    model = XLNet(preset("xlnet-tiny", vocab_size=V), seed=0)
+    with pytest.raises(ValueError, match="objective"):
+        R.pretrain(model, stream, objective="clm", steps=1, mask_id=1)
+
+
+# --- plausible wrong answers to the exercises
+
+
+def _masks_swapped(order):
+    rank = order.argsort()
+    return rank[None] < rank[:, None], rank[None] <= rank[:, None]
+
+
+def _masks_order_as_rank(order):  # reads z as the ranks instead of inverting it
+    return order[None] <= order[:, None], order[None] < order[:, None]
+
+
+def _masks_transposed(order):
+    rank = order.argsort()
+    return rank[:, None] <= rank[None], rank[:, None] < rank[None]
+
+
+def _masks_float(order):
+    rank = order.argsort()
+    return (rank[None] <= rank[:, None]).float(), (rank[None] < rank[:, None]).float()
+
+
+def _partial_first(order, K):
+    n = max(1, int(len(order) / K))
+    out = torch.zeros(len(order), dtype=torch.bool)
+    out[order[:n]] = True
+    return out
+
+
+def _partial_positions_not_order(order, K):
+    n = max(1, int(len(order) / K))
+    out = torch.zeros(len(order), dtype=torch.bool)
+    out[len(order) - n :] = True
+    return out
+
+
+def _partial_round_up(order, K):
+    n = -(-len(order) // K)
+    out = torch.zeros(len(order), dtype=torch.bool)
+    out[order[len(order) - int(n) :]] = True
+    return out
+
+
+WRONG_ANSWERS = {
+    "permutation masks": [
+        _masks_swapped, _masks_order_as_rank, _masks_transposed, _masks_float,
+    ],
+    "partial prediction": [
+        _partial_first, _partial_positions_not_order, _partial_round_up,
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_plausible_wrong_answers_are_rejected(name, i):
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG and not r, r.message
+
+
+def test_solutions_pass():
+    from ptlm_lite.solutions import xlnet as S
+
+    assert check("permutation masks", S.my_permutation_masks)
+    assert check("partial prediction", S.my_partial_prediction)
