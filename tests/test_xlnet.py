@@ -1,7 +1,9 @@
 """XLNet (``ptlm_lite/xlnet.py``, ``chapters/xlnet.ipynb``): masks from an order,
-partial prediction, and the leak tests of two-stream attention: the query stream at z_t
-sees x_{z_t}, and no position sees anything later in the order.
+partial prediction, and the leak tests of two-stream attention: the query stream at
+z_t never sees x_{z_t}, and no position sees anything later in the order.
 """
+
+import math
 
 import pytest
 import torch
@@ -125,19 +127,44 @@ def test_bad_input_names_the_argument(model):
         XLNet(preset("tiny", vocab_size=V))
 
 
-def test_recipe_windows_hold_the_name_and_bad_objective_is_named():
+def test_cities_windows_hold_a_whole_name_whose_second_word_follows_the_first():
     from ptlm_lite.recipes import xlnet as R
 
-    stream = torch.arange(100) % V
-    spans = [(3, 6), (50, 52), (95, 99)]
-    ids, span = R.entity_windows(stream, spans, T=10, n=3)
-    names = [stream[sa:sb].tolist() for sa, sb in spans]
-    assert sorted(w[a:b].tolist() for w, (a, b) in zip(ids, span.tolist())) == sorted(
-        names
+    lang = R.Cities()
+    ids, at = lang.windows(50, 24, seed=0)
+    assert ids.shape == (50, 24) and ids.max() < lang.vocab_size
+    follows = dict(zip(lang.first.tolist(), lang.second.tolist()))
+    rows = torch.arange(50)
+    firsts, seconds = ids[rows, at].tolist(), ids[rows, at + 1].tolist()
+    assert all(follows[f] == s for f, s in zip(firsts, seconds))
+    stream = lang.stream(200, seed=0)
+    for i in (stream[:-1] == lang.id["New"]).nonzero()[:, 0].tolist():
+        assert stream[i + 1] == lang.id["York"]
+    assert (
+        lang.decode(lang.encode("we sailed to New York .")) == "we sailed to New York ."
     )
-    model = XLNet(preset("xlnet-tiny", vocab_size=V), seed=0)
+    with pytest.raises(ValueError, match="text"):
+        lang.encode("we sailed to Paris .")
+    with pytest.raises(ValueError, match="T must"):
+        lang.windows(2, 8, seed=0)
+
+
+def test_score_names_of_a_uniform_model_and_bad_arguments_are_named():
+    from ptlm_lite.recipes import xlnet as R
+
+    lang = R.Cities()
+    model = XLNet(preset("xlnet-tiny", vocab_size=lang.vocab_size), seed=0)
+    torch.nn.init.zeros_(model.head.bias)
+    with torch.no_grad():
+        model.tok.weight.zero_()  # tied head: every logit is 0, a uniform guess
+    ids, at = lang.windows(8, 24, seed=1)
+    for how in ("plm", "mlm at once", "mlm left to right"):
+        r = R.score_names(model, ids, at, how, lang.mask_id)
+        assert r["name nats"] == pytest.approx(2 * math.log(lang.vocab_size), abs=1e-4)
+    with pytest.raises(ValueError, match="how"):
+        R.score_names(model, ids, at, "gpt")
     with pytest.raises(ValueError, match="objective"):
-        R.pretrain(model, stream, objective="clm", steps=1, mask_id=1)
+        R.pretrain(model, lang.stream(20, 0), objective="clm", steps=1, mask_id=0)
 
 
 # --- plausible wrong answers to the exercises

@@ -1,41 +1,109 @@
 """Training and evaluation loops of ``chapters/xlnet.ipynb``, kept apart from the model.
 
-* :func:`world_stream`: the synthetic world's documents as one token stream, with the
-  multi-token entity names marked (the paper's "New York" tokens);
+* :class:`Cities`: a toy language for the paper's "New York" argument: sentences that
+  name one of eight two-word cities, whose second word follows from the first;
 * :func:`pretrain`: permutation LM (two streams, partial prediction) or BERT-style MLM
   on the same network, the same windows and the same number of predicted tokens;
-* :func:`entity_windows` and :func:`score_entities`: hide a whole entity name and
-  predict it, independently (MLM) or one token after the other (permutation LM).
+* :func:`score_names`: hide a whole city name and score it as a permutation LM does
+  (context, then the first word, then the second), as MLM does (both words at once,
+  independently) or MLM left to right (first word, then the second with the first
+  shown).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
 from ..output import IGNORE
 from ..xlnet import XLNet, partial_prediction, sample_order
 
-__all__ = ["entity_windows", "pretrain", "score_entities", "world_stream"]
+__all__ = ["CITIES", "Cities", "pretrain", "score_names"]
+
+CITIES = (
+    ("New", "York"), ("San", "Diego"), ("Los", "Angeles"), ("Saint", "Louis"),
+    ("Fort", "Worth"), ("Las", "Vegas"), ("Baton", "Rouge"), ("Santa", "Fe"),
+)  # fmt: skip
+TEMPLATES = (  # {} is the city's two words
+    "{} is a city .", "the road to {} is long .", "we sailed to {} .",
+    "in {} the king is dead .", "I love {} .",
+)  # fmt: skip
 
 
-def world_stream(tok, docs: range) -> tuple[torch.Tensor, list[tuple[int, int]]]:
-    """Documents ``docs`` of ``make_world(0)`` as one stream of token ids, and the
-    (start, end) token ranges of every entity name of two tokens or more.
+class Cities:
+    """A toy language in which the hidden tokens depend on each other.
+
+    Every sentence names one of the :data:`CITIES`, uniformly, in one of the
+    :data:`TEMPLATES`. The sentence says nothing about *which* city (any of 8:
+    log 8 nats for the first word), but the first word fixes the second: "New" is
+    always followed by "York". Hide both words and an ideal model pays log 8 nats for
+    the pair if it predicts them one after the other, 2·log 8 if it predicts each from
+    the sentence alone, as BERT's objective does for two masked tokens.
+
+    Word ids: ``words[i]``; ``mask_id`` is ``[MASK]`` (0).
     """
-    from ..data import make_world
 
-    world = make_world(0)
-    ids, spans = [], []
-    for d in (world.documents[i] for i in docs):
-        enc = tok.encode_with_offsets(d.text)
-        for s in d.spans:
-            if s.label.startswith("phrase:"):
-                continue
-            inside = [i for i, (a, b) in enumerate(enc.offsets) if s.start <= a < s.end]
-            if len(inside) >= 2:
-                spans.append((len(ids) + inside[0], len(ids) + inside[-1] + 1))
-        ids += enc.ids
-    return torch.tensor(ids), spans
+    def __init__(self):
+        self.words = ["[MASK]"]
+        for f, s in CITIES:
+            self.words += [f, s]
+        for t in TEMPLATES:
+            self.words += [w for w in t.split() if w not in self.words + ["{}"]]
+        self.id = {w: i for i, w in enumerate(self.words)}
+        self.mask_id, self.vocab_size = 0, len(self.words)
+        self.first = torch.tensor([self.id[f] for f, _ in CITIES])
+        self.second = torch.tensor([self.id[s] for _, s in CITIES])
+
+    def encode(self, text: str) -> list[int]:
+        """Word ids of a text in this language ("we sailed to New York .")."""
+        unknown = [w for w in text.split() if w not in self.id]
+        if unknown:
+            raise ValueError(f"text: words not in the language: {unknown}")
+        return [self.id[w] for w in text.split()]
+
+    def decode(self, ids) -> str:
+        return " ".join(self.words[int(i)] for i in ids)
+
+    def _sentence(self, g: torch.Generator) -> tuple[list[int], int]:
+        city = CITIES[int(torch.randint(len(CITIES), (1,), generator=g))]
+        t = TEMPLATES[int(torch.randint(len(TEMPLATES), (1,), generator=g))]
+        return self.encode(t.format(" ".join(city))), t.split().index("{}")
+
+    def stream(self, sentences: int, seed: int) -> torch.Tensor:
+        """``sentences`` random sentences as one stream of word ids."""
+        g, ids = torch.Generator().manual_seed(seed), []
+        for _ in range(sentences):
+            ids += self._sentence(g)[0]
+        return torch.tensor(ids)
+
+    def windows(self, n: int, T: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``n`` windows of T word ids, each holding one whole sentence with its city at
+        a random place, and other sentences around it: ``(ids (n, T), at (n,))``, the
+        city's two words at ``at`` and ``at + 1``."""
+        if T < 12:
+            raise ValueError(f"T must be at least 12 (the longest sentence), got {T}")
+        g, out, at = torch.Generator().manual_seed(seed), [], []
+        for _ in range(n):
+            ids = []
+            while len(ids) < T:
+                ids += self._sentence(g)[0]
+            sentence, i = self._sentence(g)
+            start = len(ids)
+            ids += sentence
+            while len(ids) < start + T:
+                ids += self._sentence(g)[0]
+            shift = int(torch.randint(0, T - len(sentence) + 1, (1,), generator=g))
+            lo = start - shift
+            out.append(ids[lo : lo + T])
+            at.append(shift + i)
+        return torch.tensor(out), torch.tensor(at)
+
+    @property
+    def ideal_nats(self) -> dict:
+        """What a model that knows the language pays for a hidden name, in nats."""
+        one = math.log(len(CITIES))
+        return {"one after the other": one, "each from the sentence alone": 2 * one}
 
 
 def pretrain(
@@ -52,10 +120,13 @@ def pretrain(
     seed: int = 0,
     progress: bool = True,
     callback=None,
+    eval_fn=None,
+    eval_every: int | None = None,
 ):
     """``objective="plm"``: a random order per window, the last T/K of it predicted by
     the query stream. ``"mlm"``: as many random positions replaced by [MASK] and
-    predicted from the content stream, every position seeing every other."""
+    predicted from the content stream, every position seeing every other.
+    ``eval_fn(model) -> dict`` runs every ``eval_every`` steps (``History.evals``)."""
     from ..train import train
 
     if objective not in ("plm", "mlm"):
@@ -87,58 +158,73 @@ def pretrain(
         schedule="cosine",
         loss_fn=loss_fn,
         callback=callback,
+        eval_fn=eval_fn,
+        eval_every=eval_every,
         progress=progress,
         seed=seed,
         desc=f"training ({objective})",
     )
 
 
-def entity_windows(stream, spans, T: int = 32, n: int = 200, seed: int = 0):
-    """Up to ``n`` windows of T tokens, each holding one entity name at a random place:
-    ``(ids (n, T), span (n, 2))`` with the name at ``ids[i, span[i, 0]:span[i, 1]]``.
-    """
-    g = torch.Generator().manual_seed(seed)
-    ids, where = [], []
-    for i in torch.randperm(len(spans), generator=g)[:n].tolist():
-        a, b = spans[i]
-        if b - a > T // 2:
-            continue
-        shift = int(torch.randint(0, T - (b - a), (1,), generator=g))
-        lo = min(max(0, a - shift), len(stream) - T)  # the name stays inside
-        ids.append(stream[lo : lo + T])
-        where.append((a - lo, b - lo))
-    return torch.stack(ids), torch.tensor(where)
-
-
 @torch.no_grad()
-def score_entities(model: XLNet, ids, span, objective: str, mask_id: int) -> dict:
-    """Hide each window's entity name and predict it greedily. MLM: every token at once
-    from [MASK]s; PLM: the context first, then the name left to right, each token
-    conditioned on the ones already predicted. Returns exact-match share of whole
-    names, token accuracy and the mean negative log-likelihood per token (nats, the
-    true name fed in)."""
+def score_names(model: XLNet, ids, at, how: str, mask_id: int = 0) -> dict:
+    """Hide the two words of each window's city (``ids[i, at[i]:at[i] + 2]``) and
+    score them. ``how``:
+
+    * ``"plm"``: the order is the context, then the first word, then the second; one
+      pass, the query stream predicts both (the second sees the first);
+    * ``"mlm at once"``: both replaced by [MASK], each predicted from the context
+      alone, independently (BERT's objective for two masked tokens);
+    * ``"mlm left to right"``: both masked for the first word, then the first shown
+      and only the second masked.
+
+    Returns, per name (means over windows): ``"name nats"`` = -log p(first, second |
+    context) as that factorisation gives it, ``"second | first nats"`` (-log p(second
+    | first, context); for MLM from the pass with only the second masked), and
+    ``"exact match"`` (both words right, greedy, the second after the guessed first).
+    """
+    if how not in ("plm", "mlm at once", "mlm left to right"):
+        raise ValueError(
+            f"how must be 'plm', 'mlm at once' or 'mlm left to right', got {how!r}"
+        )
     model.eval()
     n, T = ids.shape
-    pos = torch.arange(T)
-    hide = (pos >= span[:, :1]) & (pos < span[:, 1:])  # (n, T)
-    guess = ids.clone()
-    if objective == "mlm":
-        logits = model(ids.masked_fill(hide, mask_id), two_stream=False).logits
-        guess = torch.where(hide, logits.argmax(-1), ids)
-        logp = logits.log_softmax(-1).gather(-1, ids[..., None])[..., 0]
-    else:  # order: the context (by position), then the name left to right
-        orders = (pos + hide * T).argsort(dim=-1, stable=True)
-        logp = model(ids, order=orders).logits.log_softmax(-1)
-        logp = logp.gather(-1, ids[..., None])[..., 0]
-        for k in range(int((span[:, 1] - span[:, 0]).max())):
-            at = (span[:, 0] + k).clamp(max=T - 1)
-            live = span[:, 0] + k < span[:, 1]
-            logits = model(guess, order=orders).logits[torch.arange(n), at]
-            guess[torch.arange(n)[live], at[live]] = logits.argmax(-1)[live]
-    right = (guess == ids) | ~hide
-    nll = -(logp * hide).sum() / hide.sum()
+    rows, f, s = torch.arange(n), at, at + 1
+
+    def logp(logits, pos, tokens):
+        return logits.log_softmax(-1)[rows, pos].gather(-1, tokens[:, None])[:, 0]
+
+    if how == "plm":
+        pos = torch.arange(T)
+        name = (pos == f[:, None]) | (pos == s[:, None])
+        order = (pos + name * T).argsort(dim=-1, stable=True)  # context, first, second
+        logits = model(ids, order=order).logits
+        first_lp, second_lp = (
+            logp(logits, f, ids[rows, f]),
+            logp(logits, s, ids[rows, s]),
+        )
+        guess = ids.clone()
+        guess[rows, f] = logits[rows, f].argmax(-1)
+        guess[rows, s] = model(guess, order=order).logits[rows, s].argmax(-1)
+    else:
+        both = ids.clone()
+        both[rows, f] = both[rows, s] = mask_id
+        only_second = ids.clone()
+        only_second[rows, s] = mask_id
+        at_once = model(both, two_stream=False).logits
+        second_lp = logp(model(only_second, two_stream=False).logits, s, ids[rows, s])
+        first_lp = logp(at_once, f, ids[rows, f])
+        guess = both.clone()
+        guess[rows, f] = at_once[rows, f].argmax(-1)
+        if how == "mlm at once":
+            name_s = logp(at_once, s, ids[rows, s])
+            guess[rows, s] = at_once[rows, s].argmax(-1)
+        else:
+            guess[rows, s] = model(guess, two_stream=False).logits[rows, s].argmax(-1)
+    name_lp = first_lp + (name_s if how == "mlm at once" else second_lp)
+    right = (guess[rows, f] == ids[rows, f]) & (guess[rows, s] == ids[rows, s])
     return {
-        "exact match": right.all(-1).float().mean().item(),
-        "token accuracy": ((guess == ids) & hide).sum().item() / hide.sum().item(),
-        "nll per token": nll.item(),
+        "name nats": -name_lp.mean().item(),
+        "second | first nats": -second_lp.mean().item(),
+        "exact match": right.float().mean().item(),
     }
