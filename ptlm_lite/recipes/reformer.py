@@ -1,0 +1,124 @@
+"""The Reformer chapter's recipe and meters, kept apart from the model in
+:mod:`ptlm_lite.reformer`: long windows of the plays, next-token training, the number
+of hash rounds changed after training, how far LSH attention is from full attention,
+and the bytes a training step keeps for its backward pass.
+
+Chapter: ``chapters/reformer.ipynb``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import attention
+from ..reformer import LSHAttention, Reformer, hash_buckets, lsh_counts
+
+__all__ = [
+    "agreement",
+    "evaluate",
+    "pretrain",
+    "saved_bytes",
+    "set_hashing",
+    "token_stream",
+    "windows",
+]
+
+
+def token_stream(split: str = "train", chars: int | None = None) -> torch.Tensor:
+    """The plays of ``split`` (the first ``chars`` characters) as one (N,) tensor of
+    token ids, tokenized with the GPT chapters' byte-level BPE."""
+    from ..data import text_stream
+    from .gpt import tokenizer
+
+    return torch.tensor(tokenizer().encode(text_stream(split)[:chars]))
+
+
+def windows(stream: torch.Tensor, n: int, T: int, generator=None) -> torch.Tensor:
+    """``n`` windows of ``T + 1`` consecutive tokens at random starts: (n, T + 1)."""
+    if stream.numel() < T + 2:
+        raise ValueError(f"the stream ({stream.numel()} tokens) is shorter than T={T}")
+    start = torch.randint(0, stream.numel() - T - 1, (n,), generator=generator)
+    return stream[start[:, None] + torch.arange(T + 1)]
+
+
+def pretrain(model: Reformer, stream, *, steps: int, T: int, batch: int, lr: float,
+             seed: int = 0, progress: bool = True, callback=None):  # fmt: skip
+    """Next-token training on random windows of ``T`` tokens of ``stream``. Returns the
+    :class:`~ptlm_lite.train.History`."""
+    from ..train import train
+
+    g = torch.Generator().manual_seed(seed)
+
+    def batch_at(step):
+        x = windows(stream, batch, T, g)
+        return {"ids": x[:, :-1], "targets": x[:, 1:]}
+
+    return train(
+        model, batch_at, steps=steps, lr=lr, warmup=steps // 10, schedule="cosine",
+        betas=(0.9, 0.95), callback=callback, progress=progress, seed=seed,
+        desc="training Reformer",
+    )  # fmt: skip
+
+
+@torch.no_grad()
+def evaluate(model: Reformer, blocks: torch.Tensor, seed: int = 0) -> float:
+    """Mean next-token loss on ``blocks`` (N, T + 1), hashing with ``seed``."""
+    model.eval()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        out = model(blocks[:, :-1], targets=blocks[:, 1:])
+    return out.loss.item()
+
+
+def set_hashing(model, n_hashes=None, n_buckets=None, chunk=None):
+    """Change the rounds, buckets or chunk length of every LSH layer in place (no
+    parameter depends on them). One bucket and ``chunk >= T``: full attention, minus
+    oneself."""
+    for m in model.modules():
+        if isinstance(m, LSHAttention):
+            m.n_hashes = m.n_hashes if n_hashes is None else n_hashes
+            m.n_buckets = m.n_buckets if n_buckets is None else n_buckets
+            m.chunk = m.chunk if chunk is None else chunk
+    return model
+
+
+@torch.no_grad()
+def agreement(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0):
+    """How close LSH attention with ``n_hashes`` rounds comes to full attention in
+    the first layer of ``model`` on ``ids`` (B, T): the mean cosine similarity of the
+    two outputs, over tokens and heads (1 = the same output)."""
+    model.eval()
+    block = model.blocks[0]
+    x = model.embed(ids)
+    q, k, v = block.attn.project(block.ln1(x))
+    T = ids.shape[1]
+    causal = torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
+    full, _ = attention(q, k, v, mask=lsh_counts(torch.zeros_like(q[:, :, None, :, 0],
+                        dtype=torch.long), T, causal) > 0)  # fmt: skip
+    g = torch.Generator().manual_seed(seed)
+    n = lsh_counts(hash_buckets(q, block.attn.n_buckets, n_hashes, g), block.attn.chunk,
+                   causal)  # fmt: skip
+    lsh, _ = attention(q, k, v, mask=n > 0, bias=n.log())
+    return F.cosine_similarity(lsh, full, dim=-1).mean().item()
+
+
+def saved_bytes(model, ids: torch.Tensor, targets: torch.Tensor) -> int:
+    """Bytes of the tensors one forward pass keeps for the backward pass (activation
+    memory), parameters not counted and each storage once. Deterministic: it counts
+    what autograd saves, not what the allocator happens to hold."""
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in params:
+            seen[ptr] = t.untyped_storage().nbytes()
+        return t
+
+    model.train()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = model(ids, targets=targets).loss
+    loss.backward()
+    model.zero_grad(set_to_none=True)
+    return sum(seen.values())
