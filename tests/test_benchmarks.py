@@ -107,3 +107,20 @@ def test_the_speed_tricks_in_attention_keep_the_outputs():
     assert fast_dropout(x, 0.1, training=False) is x and fast_dropout(x, 0.0) is x
     drop = Dropout(0.5).eval()
     assert torch.equal(drop(x), x) and drop.train()(x).eq(0).any()
+
+
+def test_matmul_ceiling_quick_prints_its_table():
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "matmul_ceiling.py"), "--quick",
+         "--threads", "1"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert "fp32 matmul" in lines[0] and "6*N + 12*L*T*d" in lines[0]
+    rows = [line.split() for line in lines[2:]]
+    assert [r[:3] for r in rows] == [
+        ["GPT-2", "quick", "all"], ["BERT-MLM", "quick", "all"],
+        ["BERT-MLM", "quick", "useful"],
+    ]  # fmt: skip
+    assert all(float(r[3]) > 0 and r[4].endswith("%") for r in rows)
