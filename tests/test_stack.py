@@ -47,11 +47,20 @@ def test_exactly_one_loop_over_blocks_in_the_package():
                     loops.append(f"{f.relative_to(ROOT)}: for ... in {src}")
     body_loops = [l for l in loops if "stack.py" in l]
     assert len(body_loops) == 1, loops
-    # the other matches only initialise weights (GPT-2's scaled residual projections),
-    # never run blocks
-    assert all(
-        "stack.py" in l or "gpt.py: for ... in self.blocks" in l for l in loops
-    ), loops
+    # The other matches: GPT-2 only initialises weights (its scaled residual
+    # projections); the two documented exceptions (CONTRIBUTING.md) are the point of
+    # their chapters: XLNet runs two streams through each layer together, the
+    # Reformer's reversible blocks run forward and then backward in reverse. A checker
+    # of the HF Reformer config mentions "decoder" in a tuple of names.
+    allowed = (
+        "stack.py",
+        "ptlm_lite/gpt.py: for ... in self.blocks",
+        "ptlm_lite/xlnet.py: for ... in enumerate(self.blocks)",
+        "ptlm_lite/reformer.py: for ... in blocks",
+        "ptlm_lite/reformer.py: for ... in zip(reversed(ctx.blocks)",
+        "ptlm_lite/hf/reformer.py: for ... in (('attn_layers'",
+    )
+    assert all(any(a in l for a in allowed) for l in loops), loops
 
 
 def test_prefix_lm_is_gpt_with_another_mask():

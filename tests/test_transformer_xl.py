@@ -270,9 +270,13 @@ def test_dependency_length_is_layers_times_window(n_layer):
     m = model(n_layer=n_layer).double()
     window, text = 5, ids(30)
     moved = R.influence(m, text, seg_len=3, window=window)
+    # float64: beyond the reach a change is zero up to rounding. On some CPUs (seen on
+    # an AMD EPYC) rows of one batched product round differently, so the unperturbed
+    # row and a perturbed one can differ by ~1e-15 where no influence is possible.
+    moved = moved.masked_fill(moved < 1e-9, 0.0)
     reach = int((moved > 0).nonzero().max()) + 1
     assert reach == n_layer * (window - 1)
-    assert (moved[:reach] > 0).all() and (moved[reach:] == 0).all()
+    assert (moved[:reach] > 1e-6).all() and (moved[reach:] == 0).all()
 
 
 def test_pretrain_carries_the_memory_and_learns():

@@ -171,8 +171,10 @@ def influence(
     memory and the ``window`` mask, and measure how far the last position's final
     state moves when the token d positions back is replaced (by the next id).
 
-    Returns (N - 1,): the largest absolute change for d = 1 .. N - 1. Exactly zero
-    beyond the dependency length: with L layers, L·(window - 1) tokens.
+    Returns (N - 1,): the largest absolute change for d = 1 .. N - 1. Zero beyond the
+    dependency length (with L layers, L·(window - 1) tokens): exactly, where every row
+    of a batched product rounds alike; on some CPUs rows round differently and float64
+    leaves ~1e-15 there (``tests/test_transformer_xl.py`` allows for it).
     """
     if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.numel() < 2:
         raise ValueError("ids must be one text: a 1-D tensor of at least 2 token ids")
