@@ -194,21 +194,21 @@ def batches(
 
 
 def bert_model(task, source):
-    """A BERT head for ``task``: :class:`~ptlm_lite.bert.BertForMultipleChoice` for a
-    choice task, else :class:`~ptlm_lite.bert.BertForSequenceClassification` with
+    """A BERT head for ``task``: :class:`~ptlm_lite.heads.BertForMultipleChoice` for a
+    choice task, else :class:`~ptlm_lite.heads.BertForSequenceClassification` with
     ``task.n_labels`` classes.
 
     ``source``: a pre-trained model (its encoder is copied) or a
     :class:`~ptlm_lite.config.Config` (random weights, the control of every pre-training
     claim).
     """
-    from . import bert
+    from . import heads
     from .config import Config
 
     head, kw = (
-        (bert.BertForMultipleChoice, {})
+        (heads.BertForMultipleChoice, {})
         if task.kind == "choice"
-        else (bert.BertForSequenceClassification, {"n_labels": task.n_labels})
+        else (heads.BertForSequenceClassification, {"n_labels": task.n_labels})
     )
     return (
         head(source, **kw)

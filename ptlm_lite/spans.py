@@ -7,7 +7,7 @@ makes the table with its baselines.
                    ──span_scores──► exact match, F1, constant
 
 A task of kind ``"span"`` (``suite.get("span_qa")``) and
-:class:`~ptlm_lite.bert.BertForSpanExtraction`. Scores are over word pieces; the
+:class:`~ptlm_lite.heads.BertForSpanExtraction`. Scores are over word pieces; the
 baselines are chance (a random span of the passage) and the frequency guess (the
 training split's most frequent answer position). :func:`run_spans` is
 :func:`ptlm_lite.finetune.run` for spans and shares its training loop and table.
@@ -29,7 +29,7 @@ __all__ = ["span_batch", "passage_mask", "span_scores", "evaluate_spans", "run_s
 
 def span_batch(task, examples, tokenizer, max_len: int = 64) -> dict:
     """``[CLS] question [SEP] passage [SEP]`` for a span task, as
-    :class:`~ptlm_lite.bert.BertForSpanExtraction` takes it: ``ids``, ``segments``
+    :class:`~ptlm_lite.heads.BertForSpanExtraction` takes it: ``ids``, ``segments``
     (1 on the passage and its [SEP]), ``valid`` ``(N, T)`` and ``start``, ``end``
     ``(N,)``, the positions of the answer's first and last token. A passage that does
     not fit in ``max_len`` loses its end; if that cuts the answer, a ValueError names
@@ -117,10 +117,10 @@ def span_scores(start, end, gold_start, gold_end, offset=None) -> dict:
 @torch.no_grad()
 def evaluate_spans(model, batch: dict, max_answer_len: int = 30, chunk: int = 256):
     """Score a span model on ``batch`` (from :func:`span_batch`): the best span inside
-    the passage (:func:`~ptlm_lite.bert.best_span`) against ``start``/``end``. Returns
+    the passage (:func:`~ptlm_lite.heads.best_span`) against ``start``/``end``. Returns
     :func:`span_scores` plus ``predictions``, a list of ``(start, end)``.
     """
-    from .bert import best_span
+    from .heads import best_span
 
     was_training = model.training
     model.eval()

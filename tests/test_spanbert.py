@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 
-from ptlm_lite import bert, spans, suite
+from ptlm_lite import bert, heads, spans, suite
 from ptlm_lite import spanbert as S
 from ptlm_lite.config import preset
 from ptlm_lite.corrupt import MASKED, RANDOM, UNCHANGED, UNSELECTED
@@ -499,7 +499,7 @@ def test_a_real_span_model_fine_tunes(span_task, cfg):
     c = cfg.replace(vocab_size=tok.vocab_size)
     table = spans.run_spans(
         span_task,
-        {"random init": lambda seed: bert.BertForSpanExtraction(c)},
+        {"random init": lambda seed: heads.BertForSpanExtraction(c)},
         tok,
         seeds=(0,),
         steps=30,

@@ -16,7 +16,8 @@ from torch import nn
 import ptlm_lite as P
 from ptlm_lite import masks
 from ptlm_lite.attention import MultiHeadAttention, attention
-from ptlm_lite.bert import Bert, BertForPreTraining, BertForSequenceClassification
+from ptlm_lite.bert import Bert, BertForPreTraining
+from ptlm_lite.heads import BertForSequenceClassification
 from ptlm_lite.config import preset
 from ptlm_lite.gpt import GPT
 from ptlm_lite.layers import Block, Embeddings
