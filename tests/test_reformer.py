@@ -176,8 +176,15 @@ def test_recipe_learns_and_changes_hashing():
     blocks = R.windows(stream, 2, 16, torch.Generator().manual_seed(0))
     assert R.evaluate(m, blocks) == R.evaluate(m, blocks)  # hashing seeded
     assert 0.5 < R.agreement(m, blocks[:, :-1], 8) <= 1.0 + 1e-6
+    lsh, rnd = (R.closeness(m, blocks[:, :-1], 2, random=r) for r in (False, True))
+    for c in (lsh, rnd):  # shares, and the control hides as many keys on average
+        assert all(0.0 < c[k] <= 1.0 + 1e-6 for k in ("agreement", "mass", "keys"))
+    assert rnd["keys"] == pytest.approx(lsh["keys"], abs=0.25)
     R.set_hashing(m, n_buckets=1, chunk=16)
     assert R.agreement(m, blocks[:, :-1], 1) == pytest.approx(1.0, abs=1e-5)
+    for r in (False, True):  # one bucket, one chunk: every key, all of the mass
+        c = R.closeness(m, blocks[:, :-1], 3, random=r)
+        assert c["mass"] == pytest.approx(1.0, abs=1e-5) and c["keys"] == 1.0
 
 
 # --- exercises: plausible wrong answers are rejected

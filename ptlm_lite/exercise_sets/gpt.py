@@ -48,7 +48,7 @@ _question(
 _question(
     "what a task must need",
     "gpt",
-    "An earlier version of the GPT chapter fine-tuned on sentences such as "
+    "Suppose GPT were fine-tuned on sentences such as "
     '"Pibrou is a small city in '
     'Semoria.", labelled person, city, country or organisation. Why could that '
     "task not test the "

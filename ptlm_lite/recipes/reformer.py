@@ -1,7 +1,8 @@
 """The Reformer chapter's recipe and meters, kept apart from the model in
 :mod:`ptlm_lite.reformer`: long windows of the plays, next-token training, the number
-of hash rounds changed after training, how far LSH attention is from full attention,
-and the bytes a training step keeps for its backward pass.
+of hash rounds changed after training, how far LSH attention is from full attention
+(and how far buckets that ignore the content are), and the bytes a training step
+keeps for its backward pass.
 
 Chapter: ``chapters/reformer.ipynb``.
 """
@@ -16,6 +17,7 @@ from ..reformer import LSHAttention, Reformer, hash_buckets, lsh_counts
 
 __all__ = [
     "agreement",
+    "closeness",
     "evaluate",
     "pretrain",
     "saved_bytes",
@@ -84,23 +86,50 @@ def set_hashing(model, n_hashes=None, n_buckets=None, chunk=None):
 
 
 @torch.no_grad()
-def agreement(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0):
+def closeness(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0,
+              random: bool = False) -> dict:  # fmt: skip
     """How close LSH attention with ``n_hashes`` rounds comes to full attention in
-    the first layer of ``model`` on ``ids`` (B, T): the mean cosine similarity of the
-    two outputs, over tokens and heads (1 = the same output)."""
+    the first layer of ``model`` on ``ids`` (B, T), each a mean over tokens and heads:
+
+    * ``agreement``: the cosine similarity of the two outputs (1 = the same output);
+    * ``mass``: the share of full attention's probability that falls on the keys the
+      query may see under LSH (1 = hashing kept every key that mattered);
+    * ``keys``: the share of its causal keys (oneself excluded) that the query sees
+      (queries after the first).
+
+    ``random=True`` is the control: the same buckets shuffled over the positions
+    (per head and round), so every bucket keeps its size but no longer depends on the
+    content. Its key sets are still unions over the rounds, so they too grow with the
+    rounds."""
     model.eval()
     block = model.blocks[0]
-    x = model.embed(ids)
-    q, k, v = block.attn.project(block.ln1(x))
+    q, k, v = block.attn.project(block.ln1(model.embed(ids)))
     T = ids.shape[1]
     causal = torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
-    full, _ = attention(q, k, v, mask=lsh_counts(torch.zeros_like(q[:, :, None, :, 0],
-                        dtype=torch.long), T, causal) > 0)  # fmt: skip
+    one = torch.zeros_like(q[:, :, None, :, 0], dtype=torch.long)  # one bucket
+    full, w = attention(q, k, v, mask=lsh_counts(one, T, causal) > 0,
+                        return_weights=True)  # fmt: skip
     g = torch.Generator().manual_seed(seed)
-    n = lsh_counts(hash_buckets(q, block.attn.n_buckets, n_hashes, g), block.attn.chunk,
-                   causal)  # fmt: skip
+    b = hash_buckets(q, block.attn.n_buckets, n_hashes, g)  # (B, H, R, T)
+    if random:  # a random permutation of the positions per head and round
+        b = b.gather(-1, torch.rand(b.shape, generator=g).argsort(-1).to(b.device))
+    n = lsh_counts(b, block.attn.chunk, causal)
     lsh, _ = attention(q, k, v, mask=n > 0, bias=n.log())
-    return F.cosine_similarity(lsh, full, dim=-1).mean().item()
+    others = torch.arange(1, T, device=ids.device)  # causal keys, oneself excluded
+    seen = ((n > 0) & ~torch.eye(T, dtype=torch.bool, device=ids.device)).sum(-1)
+    seen = seen[..., 1:]  # the first token has no other key
+    return {
+        "agreement": F.cosine_similarity(lsh, full, dim=-1).mean().item(),
+        "mass": (w * (n > 0)).sum(-1).mean().item(),
+        "keys": (seen / others).mean().item(),
+    }
+
+
+def agreement(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0,
+              random: bool = False) -> float:  # fmt: skip
+    """``closeness(...)["agreement"]``: the mean cosine similarity of the first
+    layer's LSH and full-attention outputs (1 = the same output)."""
+    return closeness(model, ids, n_hashes, seed, random)["agreement"]
 
 
 def saved_bytes(model, ids: torch.Tensor, targets: torch.Tensor) -> int:

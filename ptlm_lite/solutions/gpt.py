@@ -19,8 +19,8 @@ EXPLANATIONS = {
         "and pre-training has "
         'nothing to add. "city", "country", "company" or "-year-old" in the '
         "sentence gives the "
-        'class away. (The test set was also mostly people, so a constant "person" '
-        "looked like learning: "
+        'class away. (A test set of mostly people would also let a constant "person" '
+        "look like learning: "
         "compare with the majority class, not with chance.) The suite's relation_check "
         "asks instead for a "
         "fact that only the pre-training documents state, about entities fine-tuning "
