@@ -111,7 +111,9 @@ def gpt_config(name: str = "gpt-tiny", **overrides) -> Config:
 
 class GPT(Model):
     """A decoder-only language model. ``config.pre_norm`` picks GPT (False) or GPT-2
-    (True).
+    (True). GPT-2's 1/√(2·n_layer) initialisation of the residual projections comes
+    with ``pre_norm=True`` only (the GPT-2 chapter copies the weights across to compare
+    LN placements alone).
 
     ``forward(ids, targets=None, mask=None, cache=None, return_attention=False,
     return_hidden=False)`` returns an :class:`~ptlm_lite.output.Output`: ``logits`` (B,

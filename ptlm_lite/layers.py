@@ -198,8 +198,9 @@ class Block(nn.Module):
         self.drop = Dropout(config.dropout)
 
     def sublayer(self, x, norm, f):
-        """Add & Norm around one sublayer ``f``: the only place pre-LN and post-LN
-        differ.
+        """Add & Norm around one sublayer ``f``: the only place inside a block where
+        pre-LN and post-LN differ (a pre-LN model also ends its stack with one more
+        LayerNorm).
         """
         if self.pre_norm:
             y, w = f(norm(x))

@@ -104,10 +104,12 @@ def select_whole_words(
       the words' first pieces. Every piece then has about BERT's chance ``p`` whatever
       the length of its word; only the grouping changes.
     * ``"tokens"``, Google's ``create_pretraining_data.py``: a budget of
-      ``round(p · n)`` of the row's ``n`` word pieces, filled with words in random
-      order, skipping a word that would overflow it. Never more than the budget, and
-      exactly it whenever the row has enough one-piece words. In a short row a long
-      word rarely fits: in 32 tokens (a budget of about 4) a 5-piece word never does.
+      ``round(p · n)`` of the row's ``n`` word pieces (Google counts [CLS] and [SEP]
+      in ``n`` too and caps the budget at ``max_predictions_per_seq``; this counts
+      word pieces only, with no cap), filled with words in random order, skipping a
+      word that would overflow it. Never more than the budget, and exactly it
+      whenever the row has enough one-piece words. In a short row a long word rarely
+      fits: in 32 tokens (a budget of about 4) a 5-piece word never does.
 
     Chapter: ``chapters/bert_wwm.ipynb``."""
     _check_generator(generator)

@@ -115,7 +115,8 @@ class XLNetAttention(RelativeAttention):
 
     Key j is d = i + (Tk - Tq) - j positions behind query i; d < 0 is a key after the
     query, which a bidirectional model may see. R_d = [sin(d·f) ; cos(d·f)], the
-    paper's (and Hugging Face's) layout, for d from Tk - 1 down to 1 - Tq.
+    layout of XLNet's released code (and Hugging Face's), for d from Tk - 1 down to
+    1 - Tq.
     """
 
     def relative_bias(self, q, k):

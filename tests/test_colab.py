@@ -59,7 +59,10 @@ def code_imports(src: str, notebook: bool = True) -> set[str]:
     """
     lines = [
         line[: len(line) - len(line.lstrip())] + "pass"
-        if notebook and line.lstrip().startswith(("%", "!"))
+        if notebook
+        and line.lstrip().startswith(("%", "!"))
+        # a line may start with != (a comparison the formatter wrapped)
+        and not line.lstrip().startswith("!=")
         else line
         for line in src.splitlines()
     ]

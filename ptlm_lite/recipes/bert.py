@@ -3,8 +3,8 @@ and half.
 
 The corruption and the pair builder are arguments, so a later chapter passes a function
 instead of copying this file: whole-word masking (BERT-WWM), entity masking (ERNIE),
-spans (SpanBERT), sentence order (ALBERT's SOP) or no pairs at all (RoBERTa's full
-sentences)::
+spans (SpanBERT) or no pairs at all (RoBERTa's full sentences); ALBERT's sentence order
+would be one more ``pairs`` function::
 
     # corrupt: (ids, generator) -> Masked;  pairs: (docs, n, generator) -> [Pair]
     batches = pretraining_batches(tok, corrupt=my_whole_word_mask)
@@ -12,8 +12,8 @@ sentences)::
 
 The book's pre-trained BERT is cached as ``bert-<scale>-shakespeare``:
 :func:`pretrained_bert` registers the recipe and returns the cached model (training it
-on first use), so later chapters (WWM, RoBERTa, ALBERT, ELECTRA) start from the same
-weights.
+on first use), so later chapters (BERT-WWM, ERNIE, SpanBERT, RoBERTa) start from the
+same weights. ``PRETRAIN_KW[scale]`` holds each scale's batches and schedule.
 
 Chapter: ``chapters/bert.ipynb``.
 """
@@ -34,6 +34,7 @@ __all__ = [
     "VOCAB",
     "RECIPE_VERSION",
     "PRETRAIN_STEPS",
+    "PRETRAIN_KW",
     "tokenizer",
     "world_documents",
     "mlm_corruption",
@@ -47,6 +48,11 @@ __all__ = [
 VOCAB = 1024
 RECIPE_VERSION = "3"  # bump when the recipe below changes: the cache retrains
 PRETRAIN_STEPS = {"tiny": 400, "small": 3000}
+# each scale's batches and schedule (tiny: pretrain's defaults)
+PRETRAIN_KW = {
+    "tiny": dict(batch_size=24, max_len=32, lr=5e-3, warmup=40),
+    "small": dict(batch_size=64, max_len=128, lr=1e-3, warmup=200),
+}
 
 
 def tokenizer():
@@ -233,7 +239,11 @@ def pretrain(
 
 def _train_tiny(model):
     model.history = pretrain(
-        model, steps=PRETRAIN_STEPS["tiny"], keep=(70, 100, 200), progress=True
+        model,
+        steps=PRETRAIN_STEPS["tiny"],
+        keep=(70, 100, 200),
+        progress=True,
+        **PRETRAIN_KW["tiny"],
     )
 
 
@@ -241,11 +251,8 @@ def _train_small(model):
     model.history = pretrain(
         model,
         steps=PRETRAIN_STEPS["small"],
-        batch_size=64,
-        max_len=128,
-        lr=1e-3,
-        warmup=200,
         keep=(1500,),
+        **PRETRAIN_KW["small"],
         progress=True,
     )
 

@@ -216,8 +216,13 @@ def _bertviz_inputs(attentions, tokens, batch):
             f"bertviz shows self-attention: Tq must equal Tk, got {Tq}x{Tk}"
         )
     _check_labels("tokens", tokens, Tq)
-    # (1, H, T, T) each
-    return tuple(torch.from_numpy(a)[None] for a in L), [str(t) for t in tokens]
+    # (1, H, T, T) each; bertviz writes every weight into the page as JSON text, so
+    # round to 4 decimals in float64 (float32 would print ~17 digits): a third of the
+    # page's bytes, and nothing a picture can show
+    return (
+        tuple(torch.from_numpy(a).double().round(decimals=4)[None] for a in L),
+        [str(t) for t in tokens],
+    )
 
 
 def _offline_html(html: str, vis_class: str) -> str:
