@@ -287,13 +287,10 @@ class Reformer(Model):
     otherwise through the ordinary :class:`~ptlm_lite.stack.Stack` loop."""
 
     attention = LSHAttention  # a variant swaps the attention class (ptlm_lite.hf)
+    config_cls = ReformerConfig
+    config_example = "preset('reformer-tiny', vocab_size=...)"
 
     def __init__(self, config: ReformerConfig, seed: int | None = None):
-        if not isinstance(config, ReformerConfig):
-            raise TypeError(
-                "config must be a ReformerConfig (e.g. preset('reformer-tiny', "
-                f"vocab_size=...)), got {type(config).__name__}"
-            )
         super().__init__(config, seed)
         c, D = config, config.d_model
         self.embed = Embeddings(config)  # tokens + learned positions

@@ -154,13 +154,17 @@ class Model(nn.Module):
     config.
     """
 
+    # the config class the model is built from: a family with its own fields narrows
+    # it (``config_cls = XLConfig``) and names a preset of its own for the error
+    config_cls: type = Config
+    config_example = "preset('tiny', vocab_size=...)"
+
     def __init__(self, config: Config, seed: int | None = None):
         super().__init__()
-        if not isinstance(config, Config):
+        if not isinstance(config, self.config_cls):
             raise TypeError(
-                f"config must be a ptlm_lite Config (e.g. preset('tiny', "
-                f"vocab_size=...)), "
-                f"got {type(config).__name__}"
+                f"config must be a ptlm_lite {self.config_cls.__name__} (e.g. "
+                f"{self.config_example}), got {type(config).__name__}"
             )
         if seed is not None:
             from .train import set_seed

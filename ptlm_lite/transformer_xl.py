@@ -134,12 +134,9 @@ class TransformerXL(Model):
     loss when ``targets`` are given, ``attentions`` per layer (B, H, T, M + T)).
     """
 
+    config_cls, config_example = XLConfig, "preset('txl-tiny', vocab_size=...)"
+
     def __init__(self, config: XLConfig, seed: int | None = None):
-        if not isinstance(config, XLConfig):
-            raise TypeError(
-                "config must be an XLConfig (e.g. preset('txl-tiny', vocab_size=...)),"
-                f" got {type(config).__name__}"
-            )
         super().__init__(config, seed)
         self.tok = nn.Embedding(config.vocab_size, config.d_model)  # no positions
         self.drop = Dropout(config.dropout)

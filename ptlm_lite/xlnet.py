@@ -168,12 +168,12 @@ class XLNet(Model):
     -100 for positions not predicted. ``extra`` holds ``"h"`` and ``"g"``.
     """
 
+    config_cls, config_example = XLNetConfig, "preset('xlnet-tiny')"
+
     def __init__(self, config: XLNetConfig, seed: int | None = None):
-        if not isinstance(config, XLConfig) or config.pre_norm:
-            raise TypeError(
-                "config must be a post-LN XLNetConfig, e.g. preset('xlnet-tiny')"
-            )
         super().__init__(config, seed)
+        if config.pre_norm:
+            raise TypeError("config.pre_norm must be False: XLNet is post-LN")
         D = config.d_model
         self.tok = nn.Embedding(config.vocab_size, D)
         self.mask_emb = nn.Parameter(torch.zeros(1, 1, D))  # g's start: no content
