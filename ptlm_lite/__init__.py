@@ -51,10 +51,13 @@ _NAMES = {
     "count_parameters": "train",
     "lr_schedule": "train",
     "set_seed": "train",
+    "seeds": "runtime",
+    "capped": "runtime",
 }
 _MODULES = {
     "attention",
     "bert",
+    "calibration",
     "cache",
     "config",
     "corrupt",

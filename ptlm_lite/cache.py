@@ -41,6 +41,8 @@ import torch
 from filelock import FileLock
 from safetensors.torch import load_model, save_model
 
+from .runtime import step_cap
+
 ENV_VAR = "PTLM_CACHE"
 DEFAULT_ALLOWED_PREFIXES = ("ptlm_lite.",)
 FORMAT = "ptlm_lite.checkpoint/1"
@@ -162,6 +164,8 @@ class Recipe:
                 "config_cls": _class_path(type(self.config)),
                 "config": _config_dict(self.config),
                 "train_fn": train_src,
+                # a model trained under PTLM_MAX_STEPS is cached apart (only then)
+                **({"step_cap": step_cap()} if step_cap() is not None else {}),
             },
             sort_keys=True,
             default=str,

@@ -53,6 +53,7 @@ __all__ = [
     "macro_f1",
     "is_constant",
     "run",
+    "per_example",
     "summarize",
 ]
 
@@ -343,6 +344,7 @@ def evaluate(model, batch: dict, chunk: int = 256) -> dict:
     return {
         **scores(predictions, batch["labels"].numpy()),
         "predictions": predictions.tolist(),
+        "correct": (predictions == batch["labels"].numpy()).astype(float).tolist(),
     }
 
 
@@ -465,7 +467,7 @@ def run(
 
     def score(model, test_batch):
         result = evaluate(model, test_batch)
-        return {k: result[k] for k in ("accuracy", "macro_f1", "constant")}
+        return {k: result[k] for k in ("accuracy", "macro_f1", "constant", "correct")}
 
     rows = _runs(
         task,
@@ -499,6 +501,31 @@ def _table(rows: list[dict], task, steps: int):
         n_test=len(task.test),
     )
     return table
+
+
+def per_example(table, model: str, column: str = "correct", task=None) -> np.ndarray:
+    """One row per seed (in seed order) of ``column``'s per-example scores for
+    ``model`` (``"correct"``: 1/0 per test example; a span table's ``"f1_per_example"``
+    or ``"exact_per_example"``): what :func:`ptlm_lite.verdict.verdict` takes to count
+    the test examples as well as the seeds. ``task``: the task's name, when the table
+    holds several.
+    """
+    rows = table[(table["model"] == model) & table["seed"].notna()]
+    if task is not None:
+        rows = rows[rows["task"] == task]
+    if len(rows) == 0:
+        raise ValueError(
+            f"no runs of model={model!r}"
+            + (f" on task={task!r}" if task is not None else "")
+            + f"; known models: {sorted(set(table['model']))}"
+        )
+    if rows["task"].nunique() > 1:
+        raise ValueError(
+            f"the table holds several tasks {sorted(set(rows['task']))}: pass task="
+        )
+    if column not in rows:
+        raise ValueError(f"column={column!r} is not in the table; it has {list(table)}")
+    return np.array(rows.sort_values("seed")[column].tolist(), dtype=float)
 
 
 def summarize(table):

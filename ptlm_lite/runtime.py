@@ -1,4 +1,17 @@
-"""The one threads policy of the book, applied when ``ptlm_lite`` is imported.
+"""The book's environment knobs: the threads policy (applied when ``ptlm_lite`` is
+imported), the seed set and the step cap.
+
+Seeds and steps (``chapters/*.ipynb`` read them through :func:`seeds` and
+:func:`capped`; ``scripts/replicate.py`` and ``tests/test_replication.py`` set them):
+
+* ``PTLM_SEED_SET=fresh`` makes :func:`seeds` return a disjoint set of the same size
+  (each seed plus :data:`FRESH_OFFSET`): the replication run of every experiment.
+* ``PTLM_MAX_STEPS=n`` caps every training run at ``n`` steps (:func:`train_steps`,
+  honoured by :func:`ptlm_lite.train.train`): a chapter then runs end to end in seconds,
+  to catch crashes, and its asserts that hold only after full training are skipped
+  (``if not P.capped(): ...``). Trained models are cached apart under a cap.
+
+The threads policy.
 
 PyTorch's CPU threads spin while they wait for each other. On a 2-core machine where
 another process keeps one core busy, a chapter running two threads was measured 25×
@@ -16,7 +29,18 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["threads_policy", "apply_threads_policy"]
+__all__ = [
+    "threads_policy",
+    "apply_threads_policy",
+    "seeds",
+    "seed_set",
+    "step_cap",
+    "capped",
+    "train_steps",
+    "FRESH_OFFSET",
+]
+
+FRESH_OFFSET = 100  # fresh seeds: s + 100, disjoint from every seed a chapter writes
 
 
 def threads_policy(cpus: int | None = None) -> int:
@@ -43,6 +67,61 @@ def apply_threads_policy() -> int:
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
     return n
+
+
+def seed_set() -> str:
+    """``"main"`` (the seeds as written) or ``"fresh"`` (``PTLM_SEED_SET=fresh``)."""
+    env = os.environ.get("PTLM_SEED_SET", "main").strip().lower() or "main"
+    if env not in ("main", "fresh"):
+        raise ValueError(f"PTLM_SEED_SET must be 'main' or 'fresh', got {env!r}")
+    return env
+
+
+def seeds(written) -> tuple[int, ...]:
+    """The seeds an experiment runs: ``written`` (a chapter's ``SIZES[...]["seeds"]``),
+    or under ``PTLM_SEED_SET=fresh`` the same number of other seeds (``s +
+    FRESH_OFFSET``), so that a replication shares no seed with the chapter's run.
+
+    >>> seeds((0, 1, 2))  # with PTLM_SEED_SET unset
+    (0, 1, 2)
+    """
+    if isinstance(written, (int, str, bytes)) or not hasattr(written, "__iter__"):
+        raise TypeError(f"seeds must be a list of integer seeds, got {written!r}")
+    out = tuple(written)
+    if not out or not all(
+        isinstance(s, int) and not isinstance(s, bool) and 0 <= s < FRESH_OFFSET
+        for s in out
+    ):
+        raise ValueError(
+            f"seeds must be a non-empty list of integers in [0, {FRESH_OFFSET}), got "
+            f"{written!r}"
+        )
+    if len(set(out)) != len(out):
+        raise ValueError(f"seeds names a seed twice: {written!r}")
+    if seed_set() == "fresh":
+        return tuple(s + FRESH_OFFSET for s in out)
+    return out
+
+
+def step_cap() -> int | None:
+    """The cap from ``PTLM_MAX_STEPS``, or None."""
+    env = os.environ.get("PTLM_MAX_STEPS", "").strip()
+    if not env:
+        return None
+    if not env.isdigit() or int(env) < 1:
+        raise ValueError(f"PTLM_MAX_STEPS must be a positive integer, got {env!r}")
+    return int(env)
+
+
+def capped() -> bool:
+    """True when ``PTLM_MAX_STEPS`` caps training (results are then meaningless)."""
+    return step_cap() is not None
+
+
+def train_steps(steps: int) -> int:
+    """``steps``, or the cap if it is lower."""
+    cap = step_cap()
+    return steps if cap is None else min(steps, cap)
 
 
 apply_threads_policy()

@@ -105,12 +105,14 @@ def span_scores(start, end, gold_start, gold_end, offset=None) -> dict:
         overlap > 0, 2 * precision * recall / (precision + recall).clamp(min=1e-9), 0.0
     )
     where = torch.stack([start - (0 if offset is None else offset), end - start], 1)
+    exact = ((start == gold_start) & (end == gold_end)).float()
     return {
-        "exact_match": float(
-            ((start == gold_start) & (end == gold_end)).float().mean()
-        ),
+        "exact_match": float(exact.mean()),
         "f1": float(f1.float().mean()),
         "constant": bool((where == where[0]).all()),
+        # per test example, for the verdict rule's interval over examples
+        "exact_per_example": exact.tolist(),
+        "f1_per_example": f1.float().tolist(),
     }
 
 
@@ -218,7 +220,8 @@ def run_spans(
 
     def score(model, test_batch):
         result = evaluate_spans(model, test_batch, max_answer_len)
-        return {k: result[k] for k in ("exact_match", "f1", "constant")}
+        keep = ("exact_match", "f1", "constant", "exact_per_example", "f1_per_example")
+        return {k: result[k] for k in keep}
 
     rows = _runs(
         task,

@@ -21,6 +21,9 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
+
+from .runtime import train_steps
+
 __all__ = [
     "set_seed",
     "auto_device",
@@ -254,6 +257,7 @@ def train(
     """
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    steps = train_steps(steps)  # PTLM_MAX_STEPS (a crash test): ptlm_lite.runtime
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr!r}")
     if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):

@@ -1,55 +1,66 @@
-"""Does the paper's claim show up here? One rule, applied to the numbers of several
-seeds.
+"""Does the paper's claim show up here? One rule, applied to every seed's measurements
+and, where there is a test set, to every test example.
 
-Every chapter ends its experiment with a verdict sentence. That sentence is never typed:
+Every chapter ends its experiments with verdict sentences. A sentence is never typed:
 it comes from :func:`verdict` (two conditions: "pre-trained beats random init"),
 :func:`trend` (an ordered list of conditions: "accuracy grows with the number of shots")
 or :func:`beats_baseline` (each condition against the majority class or another
-baseline), applied to the measurements of every seed. It serves the headline experiment
-of each chapter: ``chapters/transformer.ipynb`` (post-LN without warm-up ends worse),
-``chapters/gpt.ipynb`` (pre-trained vs random init), ``chapters/bert.ipynb`` (MLM + NSP
-vs MLM alone, against the majority class), ``chapters/gpt2.ipynb`` (zero-shot against
-the frequency guess) and ``chapters/gpt3.ipynb`` (accuracy grows with shots).
+baseline). Every chapter uses them, from ``chapters/transformer.ipynb`` (post-LN
+without warm-up ends worse), ``chapters/gpt.ipynb`` (pre-trained vs random init),
+``chapters/bert.ipynb`` (MLM + NSP vs MLM alone), ``chapters/gpt2.ipynb`` (zero-shot
+against the frequency guess) and ``chapters/gpt3.ipynb`` (accuracy grows with shots)
+on; ``book/replication.ipynb`` calibrates the rule by simulation and shows which
+verdicts of the book held with fresh seeds.
 
 The rule, in words. Before looking at the numbers, say which direction the paper
 predicts and how big a difference would matter (``min_effect``, in the units of the
-measurement). Then take the difference between the two conditions, in the direction of
-the claim, with a 95% interval that says how far the seeds let it move:
+measurement). Then take the difference between the conditions, in the direction of the
+claim, with a 95% interval that counts **both sources of noise**: the seeds (another
+initialisation and data order) and the test examples (another test set of the same
+size). Then:
 
-* the whole interval lies beyond ``+min_effect``         → **shows up**
-* the whole interval lies beyond ``-min_effect``         → **the opposite shows up**
-* the whole interval lies within ``[-min_effect, +min_effect]`` → **does not show up**
-  (the conditions are the same, to within what matters)
-* anything else (the interval straddles a boundary)       → **too noisy to tell**
-  (more seeds, or a larger test set, would narrow it)
+* the interval clears zero and reaches ``+min_effect``        → **shows up**
+* the interval clears zero and reaches ``-min_effect``        → **the opposite shows up**
+* the interval lies within ``[-min_effect, +min_effect]``     → **does not show up**
+  (an equivalence test: no difference that matters, even where a small one is certain)
+* the interval holds zero and reaches beyond ``±min_effect``  → **too noisy to tell**
+  (more seeds or a larger test set would narrow it)
 
 ::
 
     -min_effect      0      +min_effect
          |           |           |
                           [=========]      shows up
+                       [=======]           shows up (certainly positive, may matter)
       [=====]                              the opposite shows up
            [=======]                       does not show up
+                [===]                      does not show up (certain, but too small)
                   [===============]        too noisy to tell
 
-The interval is a Student-t interval for a difference of means: Welch's (unequal
-variances) when the seeds of the two conditions are independent, and the paired interval
-on per-seed differences when seed ``i`` of one condition shares its data order and
-initialisation with seed ``i`` of the other (``paired=True``). Two seeds are the least
-that gives a spread; three or more are recommended (the sentence says so when there are
-fewer). t quantiles are computed here with numpy and ``math`` (the regularised
-incomplete beta function, inverted by bisection), so the package does not need scipy;
-``tests/test_verdict.py`` compares them with scipy's where scipy is installed.
+The interval. Give each condition's measurements as one number per seed, or, when every
+seed is scored on the same test examples, as one row per seed of one score per example
+(2-D: seeds × examples; 1/0 for right/wrong). The variance of the effect is then the sum
+of a seed part (the spread of per-seed effects: paired when seed ``i`` of every
+condition shares its data order and initialisation, ``paired=True``; Welch's otherwise)
+and an example part (the spread over test examples of the per-example effect, averaged
+over seeds), with Welch–Satterthwaite degrees of freedom and a Student-t quantile
+(``scipy.stats``). A test set of 45 questions thus adds about ±15 points to an accuracy,
+and a difference that is the same on every seed still gets a width. With one number per
+seed only the seed part is counted (right where each seed draws its own test set, or
+where there is no test set: a training loss, a timing).
 """
 
 from __future__ import annotations
 
 import html
+import json
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
+from scipy import stats
 
 __all__ = [
     "verdict",
@@ -58,6 +69,7 @@ __all__ = [
     "majority_baseline",
     "Verdict",
     "t_quantile",
+    "rule",
     "SHOWS_UP",
     "OPPOSITE",
     "NO_EFFECT",
@@ -72,131 +84,75 @@ TOO_NOISY = "too noisy to tell"
 VERDICTS = (SHOWS_UP, OPPOSITE, NO_EFFECT, TOO_NOISY)
 
 RECOMMENDED_SEEDS = 3
-
-
-# ----------------------------------------------------------------------------------
-# Student-t quantiles without scipy
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz; Numerical
-    Recipes §6.4).
-    """
-    tiny, eps = 1e-300, 1e-15
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 10_000):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        step = d * c
-        h *= step
-        if abs(step - 1.0) < eps:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularised incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    log_front = (
-        math.lgamma(a + b)
-        - math.lgamma(a)
-        - math.lgamma(b)
-        + a * math.log(x)
-        + b * math.log1p(-x)
-    )
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
-
-
-def _t_upper_tail(t: float, df: float) -> float:
-    """P(T > t) for t >= 0 and a Student-t variable T with ``df`` degrees of freedom."""
-    return 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+# every verdict is appended to this JSON-lines file when the variable is set
+# (scripts/execute.py and scripts/replicate.py read a chapter's verdicts from it)
+LOG_VAR = "PTLM_VERDICT_LOG"
 
 
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (``df`` may be
-    fractional, as Welch's is). ``t_quantile(0.975, 2) = 4.303``; ``t_quantile(0.975,
-    inf) = 1.960``.
+    fractional, as Welch's is; ``inf`` gives the normal): ``scipy.stats.t.ppf``.
+    ``t_quantile(0.975, 2) = 4.303``.
     """
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p!r}")
     if not df > 0:
         raise ValueError(f"df must be > 0, got {df!r}")
-    if p == 0.5:
-        return 0.0
-    if p < 0.5:
-        return -t_quantile(1.0 - p, df)
-    tail = 1.0 - p
-    if math.isinf(df) or df > 1e7:  # the normal limit: P(Z > z) = erfc(z / √2) / 2
-        upper = lambda z: 0.5 * math.erfc(z / math.sqrt(2.0))  # noqa: E731
-    else:
-        upper = lambda z: _t_upper_tail(z, df)  # noqa: E731
-    lo, hi = 0.0, 1.0
-    while upper(hi) > tail:  # the tail shrinks as t grows: bracket, then bisect
-        lo, hi = hi, hi * 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if upper(mid) > tail:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * max(1.0, hi):
-            break
-    return 0.5 * (lo + hi)
+    return float(stats.norm.ppf(p) if math.isinf(df) else stats.t.ppf(p, df))
+
+
+def rule(low: float, high: float, min_effect: float) -> str:
+    """The verdict of an interval ``[low, high]`` on the effect in the claimed
+    direction (the table in the module's docstring)."""
+    if -min_effect <= low and high <= min_effect:
+        return NO_EFFECT
+    if low > 0:
+        return SHOWS_UP  # clears zero; not within ±min_effect, so reaches +min_effect
+    if high < 0:
+        return OPPOSITE
+    return TOO_NOISY
 
 
 # ----------------------------------------------------------------------------------
 # Checking the measurements
 
 
-def _seeds(values, where: str) -> np.ndarray:
-    """``values`` as a 1-D float array of at least two finite numbers, or an error
-    naming ``where``.
-    """
+def _runs(values, where: str) -> np.ndarray:
+    """``values`` as a float array: 1-D (one number per seed) or 2-D (seeds × test
+    examples), at least two seeds, all finite; or an error naming ``where``."""
     if isinstance(values, (str, bytes)) or np.isscalar(values):
         raise TypeError(
-            f"{where} must be a list of numbers, one per seed, got {values!r}"
+            f"{where} must be a list of numbers, one per seed (or one row of "
+            f"per-example scores per seed), got {values!r}"
         )
     try:
-        x = np.asarray(values, dtype=float)
+        x = np.asarray(
+            [np.asarray(v, dtype=float) for v in values]
+            if not isinstance(values, np.ndarray)
+            else values,
+            dtype=float,
+        )
     except (TypeError, ValueError) as e:
         raise TypeError(
-            f"{where} must be a list of numbers, one per seed, got {values!r}"
+            f"{where} must be a list of numbers, one per seed, or a list of equally "
+            f"long rows of per-example scores, got {values!r}"
         ) from e
-    if x.ndim != 1:
+    if x.ndim not in (1, 2):
         raise ValueError(
-            f"{where} must be a flat list of numbers (one per seed), got shape "
+            f"{where} must be one number per seed or one row per seed (2-D), got shape "
             f"{x.shape}"
         )
-    if x.size == 0:
+    if x.shape[0] == 0 or x.size == 0:
         raise ValueError(f"{where} is empty: it needs one measurement per seed")
     if not np.all(np.isfinite(x)):
         raise ValueError(
-            f"{where} holds NaN or infinite values: {x.tolist()} (a diverged run? "
-            "report it, do not average it away)"
+            f"{where} holds NaN or infinite values (a diverged run? report it, do not "
+            "average it away)"
         )
-    if x.size < 2:
+    if x.shape[0] < 2:
         raise ValueError(
-            f"{where} has {x.size} seed; the rule needs at least 2 (3 or more "
-            f"recommended) "
-            "to see how much a result moves between seeds"
+            f"{where} has {x.shape[0]} seed; the rule needs at least 2 (3 or more "
+            "recommended) to see how much a result moves between seeds"
         )
     return x
 
@@ -209,7 +165,7 @@ def _results(results) -> dict[str, np.ndarray]:
         )
     if not results:
         raise ValueError("results is empty: it needs at least two conditions")
-    return {str(k): _seeds(v, f"results[{k!r}]") for k, v in results.items()}
+    return {str(k): _runs(v, f"results[{k!r}]") for k, v in results.items()}
 
 
 def _name(results: Mapping, name, argument: str) -> str:
@@ -228,10 +184,8 @@ def _check_options(min_effect, level) -> tuple[float, float]:
         or min_effect < 0
     ):
         raise ValueError(
-            f"min_effect must be a finite number >= 0 (the smallest difference that "
-            f"would "
-            f"matter, in the units of the measurement), got "
-            f"{min_effect!r}"
+            "min_effect must be a finite number >= 0 (the smallest difference that "
+            f"would matter, in the units of the measurement), got {min_effect!r}"
         )
     if (
         isinstance(level, bool)
@@ -244,48 +198,64 @@ def _check_options(min_effect, level) -> tuple[float, float]:
     return float(min_effect), float(level)
 
 
-def _mean_interval(x: np.ndarray, level: float) -> tuple[float, float]:
-    half = t_quantile(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
-    return float(x.mean() - half), float(x.mean() + half)
+def _seed_means(x: np.ndarray) -> np.ndarray:
+    return x.mean(axis=1) if x.ndim == 2 else x
 
 
-def _difference(
-    a: np.ndarray, b: np.ndarray, paired: bool, level: float
-) -> tuple[float, float, float, str]:
-    """mean(a) - mean(b) with its ``level`` t interval: (estimate, low, high, method)."""
-    q = 0.5 + level / 2
+def _contrast(
+    arrays: Sequence[np.ndarray],
+    weights: Sequence[float],
+    paired: bool,
+    level: float,
+    names: Sequence[str],
+) -> tuple[float, float, float, str, int | None]:
+    """``sum_k w_k · mean(X_k)`` with its ``level`` t interval: (estimate, low, high,
+    method, examples). The variance adds a seed part and, when every ``X_k`` is 2-D with
+    the same number of examples, an example part; Welch–Satterthwaite df."""
+    w = np.asarray(weights, dtype=float)
+    means = [_seed_means(x) for x in arrays]
+    est = float(sum(wk * m.mean() for wk, m in zip(w, means)))
+    parts: list[tuple[float, float]] = []  # (variance, df)
     if paired:
-        d = a - b
-        est, se, df = (
-            float(d.mean()),
-            float(d.std(ddof=1) / math.sqrt(d.size)),
-            d.size - 1,
-        )
-        method = f"paired t interval over {d.size} seeds (df = {df})"
+        sizes = {m.size for m in means}
+        if len(sizes) != 1:
+            raise ValueError(
+                "paired=True needs as many seeds in every condition, aligned by "
+                f"position; got {dict(zip(names, (m.size for m in means)))}"
+            )
+        d = sum(wk * m for wk, m in zip(w, means))
+        parts.append((float(d.var(ddof=1) / d.size), d.size - 1))
+        how = f"paired over {d.size} seeds"
     else:
-        va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-        est, se = float(a.mean() - b.mean()), math.sqrt(va + vb)
-        # Welch–Satterthwaite degrees of freedom; with no spread at all the interval is
-        # a point anyway
+        vs = [wk * wk * m.var(ddof=1) / m.size for wk, m in zip(w, means)]
+        v = float(sum(vs))
         df = (
-            (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
-            if va + vb > 0
-            else a.size + b.size - 2
+            v * v / sum(vk * vk / (m.size - 1) for vk, m in zip(vs, means))
+            if v > 0
+            else float(sum(m.size for m in means) - len(means))
         )
-        method = f"Welch t interval (df = {df:.1f})"
-    half = t_quantile(q, df) * se
-    return est, est - half, est + half, method
-
-
-def _rule(low: float, high: float, min_effect: float) -> str:
-    """The verdict of an interval [low, high] on the effect in the claimed direction."""
-    if low > min_effect:
-        return SHOWS_UP
-    if high < -min_effect:
-        return OPPOSITE
-    if -min_effect <= low and high <= min_effect:
-        return NO_EFFECT
-    return TOO_NOISY
+        parts.append((v, df))
+        how = "seeds independent between conditions"
+    n_ex = {x.shape[1] if x.ndim == 2 else None for x in arrays}
+    examples = n_ex.pop() if len(n_ex) == 1 else None
+    if examples is not None:
+        if examples < 2:
+            raise ValueError("per-example scores need at least 2 test examples")
+        e = sum(wk * x.mean(axis=0) for wk, x in zip(w, arrays))
+        parts.append((float(e.var(ddof=1) / e.size), e.size - 1))
+        how += f" and {examples} test examples"
+    elif any(x.ndim == 2 for x in arrays):
+        raise ValueError(
+            "per-example scores must cover the same test examples in every condition "
+            f"compared; got {[x.shape for x in arrays]} for {list(names)}"
+        )
+    var = sum(p[0] for p in parts)
+    if var <= 0:
+        return est, est, est, f"no spread at all ({how})", examples
+    df = var * var / sum(p[0] ** 2 / p[1] for p in parts if p[0] > 0)
+    half = t_quantile(0.5 + level / 2, df) * math.sqrt(var)
+    method = f"t interval, {how} (df = {df:.1f})"
+    return est, est - half, est + half, method, examples
 
 
 # ----------------------------------------------------------------------------------
@@ -300,7 +270,8 @@ class Verdict:
 
     ``effect``, ``low``, ``high``: the effect in the claimed direction (positive = as
     claimed) with its interval; ``verdict``: one of :data:`VERDICTS`; ``sentence``: the
-    verdict with its numbers.
+    verdict with its numbers; ``examples``: the test examples counted (None: seeds
+    only).
     """
 
     verdict: str
@@ -316,55 +287,73 @@ class Verdict:
     fmt: str = field(default="{:.3g}", repr=False)
     notes: list = field(default_factory=list)
     detail: str = field(default="", repr=False)
+    examples: int | None = None
 
     @property
     def shows_up(self) -> bool:
         return self.verdict == SHOWS_UP
 
     @property
+    def seeds(self) -> int:
+        return min(x.shape[0] for x in self.results.values())
+
+    @property
     def table(self):
-        """One row per condition: seeds, mean, standard deviation (n - 1) and the mean's
-        interval.
-        """
+        """One row per condition: seeds, mean, standard deviation over seeds (n - 1)."""
         import pandas as pd  # lazily: the rule itself needs numpy only
 
-        pct = f"{self.level:.0%}"
         rows = []
         for name, x in self.results.items():
-            lo, hi = _mean_interval(x, self.level)
+            m = _seed_means(x)
             rows.append(
                 {
                     "condition": name,
-                    "seeds": x.size,
-                    "mean": float(x.mean()),
-                    "std": float(x.std(ddof=1)),
-                    f"{pct} low": lo,
-                    f"{pct} high": hi,
+                    "seeds": m.size,
+                    "test examples": x.shape[1] if x.ndim == 2 else None,
+                    "mean": float(m.mean()),
+                    "std over seeds": float(m.std(ddof=1)),
                 }
             )
         return pd.DataFrame(rows)
 
     @property
     def sentence(self) -> str:
-        f, pct = self.fmt.format, f"{self.level:.0%}"
+        f, pct, m = self.fmt.format, f"{self.level:.0%}", self.min_effect
         where = {
-            SHOWS_UP: f"the whole interval lies above the minimum effect of {f(self.min_effect)}",
-            OPPOSITE: f"the whole interval lies below -{f(self.min_effect)}, against the claim",
-            NO_EFFECT: f"the whole interval lies within ±{f(self.min_effect)}, the smallest difference "
-            "that would matter",
-            TOO_NOISY: f"the interval crosses ±{f(self.min_effect)}; more seeds would narrow it",
+            SHOWS_UP: f"it clears zero and reaches the minimum effect of {f(m)}",
+            OPPOSITE: f"it clears zero on the wrong side and reaches -{f(m)}",
+            NO_EFFECT: f"the whole interval lies within ±{f(m)}, the smallest "
+            "difference that would matter",
+            TOO_NOISY: f"it holds zero and reaches beyond ±{f(m)}; more seeds or more "
+            "test examples would narrow it",
         }
+        counted = (
+            f"over {self.seeds} seeds and {self.examples} test examples"
+            if self.examples
+            else f"over {self.seeds} seeds"
+        )
         text = (
             f"Claim: {self.claim}. Verdict: {self.verdict}. {self.detail} The effect "
-            f"in the claimed "
-            f"direction is {f(self.effect)} ({pct} interval {f(self.low)} to "
-            f"{f(self.high)}): "
-            f"{where[self.verdict]}."
+            f"in the claimed direction is {f(self.effect)} ({pct} interval "
+            f"{f(self.low)} to {f(self.high)}, {counted}): {where[self.verdict]}."
         )
         return " ".join([text, *self.notes]).replace("  ", " ")
 
     def __str__(self):
         return self.sentence
+
+    def record(self) -> dict:
+        """What ``scripts/replicate.py`` compares between seed sets."""
+        return {
+            "claim": self.claim,
+            "verdict": self.verdict,
+            "effect": self.effect,
+            "low": self.low,
+            "high": self.high,
+            "min_effect": self.min_effect,
+            "seeds": self.seeds,
+            "examples": self.examples,
+        }
 
     def _repr_html_(self):
         colour = {
@@ -374,27 +363,45 @@ class Verdict:
             TOO_NOISY: "#9a6700",
         }[self.verdict]
         table = self.table.to_html(
-            index=False, float_format=lambda v: self.fmt.format(v), border=0
+            index=False,
+            float_format=lambda v: self.fmt.format(v),
+            border=0,
+            na_rep="",
         )
         return (
-            f'<div style="border-left:4px solid {colour};padding:4px 8px"><p>{html.escape(self.sentence)}</p>'
-            f'{table}<p style="color:#57606a;font-size:small">{html.escape(self.method)}</p></div>'
+            f'<div style="border-left:4px solid {colour};padding:4px 8px"><p>'
+            f"{html.escape(self.sentence)}</p>{table}"
+            f'<p style="color:#57606a;font-size:small">{html.escape(self.method)}</p>'
+            "</div>"
         )
+
+
+def _log(record: dict) -> None:
+    """Append one verdict to ``$PTLM_VERDICT_LOG`` (when set), one JSON line."""
+    path = os.environ.get(LOG_VAR)
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
 
 
 def _spread(name: str, x: np.ndarray, f) -> str:
-    return f"{name} {f(float(x.mean()))} ± {f(float(x.std(ddof=1)))}"
+    m = _seed_means(x)
+    return f"{name} {f(float(m.mean()))} ± {f(float(m.std(ddof=1)))}"
 
 
 def _few_seeds(res: Mapping[str, np.ndarray], names) -> list[str]:
-    n = min(res[k].size for k in names)
+    n = min(res[k].shape[0] for k in names)
     if n < RECOMMENDED_SEEDS:
         return [
             f"(Only {n} seeds per condition: the interval is wide and itself "
-            f"uncertain; "
-            f"{RECOMMENDED_SEEDS} or more are recommended.)"
+            f"uncertain; {RECOMMENDED_SEEDS} or more are recommended.)"
         ]
     return []
+
+
+def _finish(v: Verdict) -> Verdict:
+    _log(v.record())
+    return v
 
 
 # ----------------------------------------------------------------------------------
@@ -402,7 +409,7 @@ def _few_seeds(res: Mapping[str, np.ndarray], names) -> list[str]:
 
 
 def verdict(
-    results: Mapping[str, Sequence[float]],
+    results: Mapping[str, Sequence],
     *,
     better: str,
     worse: str,
@@ -420,18 +427,17 @@ def verdict(
     >>> v.verdict
     'shows up'
 
-    ``results``: ``{condition: [one measurement per seed]}`` (other conditions may be
-    present: they appear in the table, not in the verdict). ``min_effect`` (required, >=
-    0): the smallest difference that would matter, in the units of the measurement,
-    chosen before the run. ``higher_is_better``: False for a loss or a perplexity.
+    ``results``: ``{condition: measurements}``, one number per seed, or one row per seed
+    of per-example scores on the same test examples (other conditions may be present:
+    they appear in the table, not in the verdict). ``min_effect`` (required, >= 0): the
+    smallest difference that would matter, in the units of the measurement, chosen
+    before the run. ``higher_is_better``: False for a loss or a perplexity.
     ``paired=True`` when seed ``i`` of both conditions shares its data and
-    initialisation (the lists are then aligned by position and must have equal lengths).
+    initialisation (rows are then aligned by position).
 
-    The rule: the effect is ``mean(better) - mean(worse)`` (sign flipped when lower is
-    better), with a ``level`` t interval (Welch's, or the paired one on per-seed
-    differences). Interval above ``+min_effect``: "shows up"; below ``-min_effect``:
-    "the opposite shows up"; within ``[-min_effect, +min_effect]``: "does not show up";
-    otherwise "too noisy to tell".
+    The effect is ``mean(better) - mean(worse)`` (sign flipped when lower is better)
+    with a ``level`` t interval over seeds and test examples; the module's rule names
+    the verdict.
     """
     res = _results(results)
     better, worse = _name(res, better, "better"), _name(res, worse, "worse")
@@ -440,16 +446,16 @@ def verdict(
             f"better and worse must name two different conditions, got {better!r} twice"
         )
     min_effect, level = _check_options(min_effect, level)
-    a, b = res[better], res[worse]
-    if paired and a.size != b.size:
+    sign = 1.0 if higher_is_better else -1.0
+    if paired and res[better].shape[0] != res[worse].shape[0]:
         raise ValueError(
-            f"paired=True needs as many seeds in results[{better!r}] ({a.size}) as in "
-            f"results[{worse!r}] ({b.size}), aligned by position"
+            f"paired=True needs as many seeds in results[{better!r}] "
+            f"({res[better].shape[0]}) as in results[{worse!r}] "
+            f"({res[worse].shape[0]}), aligned by position"
         )
-    if not higher_is_better:
-        # the effect is always "how much better", so its sign means the same thing
-        a, b = b, a
-    est, lo, hi, method = _difference(a, b, paired, level)
+    est, lo, hi, method, n_ex = _contrast(
+        [res[better], res[worse]], [sign, -sign], paired, level, [better, worse]
+    )
     f = fmt.format
     word = "higher" if higher_is_better else "lower"
     claim = f"{better} beats {worse} on {metric} ({word} is better)"
@@ -457,25 +463,28 @@ def verdict(
         f"Mean ± std over seeds: {_spread(better, res[better], f)}, "
         f"{_spread(worse, res[worse], f)}."
     )
-    return Verdict(
-        _rule(lo, hi, min_effect),
-        claim,
-        est,
-        lo,
-        hi,
-        min_effect,
-        level,
-        method,
-        metric,
-        res,
-        fmt,
-        _few_seeds(res, (better, worse)),
-        detail,
+    return _finish(
+        Verdict(
+            rule(lo, hi, min_effect),
+            claim,
+            est,
+            lo,
+            hi,
+            min_effect,
+            level,
+            method,
+            metric,
+            res,
+            fmt,
+            _few_seeds(res, (better, worse)),
+            detail,
+            n_ex,
+        )
     )
 
 
 def trend(
-    results: Mapping[str, Sequence[float]],
+    results: Mapping[str, Sequence],
     *,
     order: Sequence[str],
     min_effect: float,
@@ -494,17 +503,16 @@ def trend(
     >>> v.verdict
     'shows up'
 
-    The verdict is on the slope, not on each consecutive pair: a least-squares line of
-    the measurement against ``x`` (default ``0, 1, 2, ...``: the rank in ``order``), and
-    the effect is the change that line predicts from the first condition to the last
-    (``slope × (x_last - x_first)``, in the units of the measurement, sign flipped when
-    ``increasing=False``), so ``min_effect`` means the same as in :func:`verdict`. Its
-    interval: with independent seeds, the t interval of the slope fitted to all (x,
-    measurement) points (df = points - 2); with ``paired=True`` (seed ``i`` shares data
-    and initialisation across conditions), one slope per seed and the t interval of
-    their mean (df = seeds - 1). The same four-way rule then applies. A trend that
-    "shows up" is a rise (or fall) overall; the table shows whether every step goes the
-    same way, and the sentence says when the means are not in order.
+    The verdict is on the slope, not on each consecutive pair: the least-squares line of
+    the condition means against ``x`` (default ``0, 1, 2, ...``: the rank in
+    ``order``), and the effect is the change that line predicts from the first
+    condition to the last (``slope × (x_last - x_first)``, in the units of the
+    measurement, sign flipped when ``increasing=False``), so ``min_effect`` means the
+    same as in :func:`verdict`. The slope is a weighted sum of the condition means, so
+    its interval counts seeds (per-seed slopes with ``paired=True``) and test examples
+    (per-example slopes, when rows of per-example scores are given) as in
+    :func:`verdict`. The table shows whether every step goes the same way, and the
+    sentence says when the means are not in order.
     """
     res = _results(results)
     if isinstance(order, str) or not isinstance(order, Sequence) or len(order) < 2:
@@ -515,77 +523,53 @@ def trend(
     if len(set(order)) != len(order):
         raise ValueError(f"order names a condition twice: {order}")
     min_effect, level = _check_options(min_effect, level)
-    xs = np.arange(len(order), dtype=float) if x is None else _seeds(x, "x")
-    if xs.size != len(order):
+    xs = np.arange(len(order), dtype=float) if x is None else _runs(x, "x")
+    if xs.ndim != 1 or xs.size != len(order):
         raise ValueError(
             f"x must give one position per condition in order ({len(order)}), got "
             f"{xs.size}"
         )
     if np.any(np.diff(xs) <= 0):
         raise ValueError(f"x must increase along order, got {xs.tolist()}")
-    span, q, sign = float(xs[-1] - xs[0]), 0.5 + level / 2, 1.0 if increasing else -1.0
-
-    def slope(px, py):  # least squares
-        dx = px - px.mean()
-        return float((dx * (py - py.mean())).sum() / (dx * dx).sum())
-
-    if paired:
-        n = {res[k].size for k in order}
-        if len(n) != 1:
-            raise ValueError(
-                f"paired=True needs the same number of seeds in every condition of "
-                f"order, "
-                f"got {[res[k].size for k in order]}"
-            )
-        per_seed = np.array(
-            [slope(xs, np.array([res[k][s] for k in order])) for s in range(n.pop())]
-        )
-        b, se, df = (
-            float(per_seed.mean()),
-            float(per_seed.std(ddof=1) / math.sqrt(per_seed.size)),
-            per_seed.size - 1,
-        )
-        method = f"paired: one least-squares slope per seed, t interval over {per_seed.size} seeds (df = {df})"
-    else:
-        px = np.concatenate([np.full(res[k].size, xi) for k, xi in zip(order, xs)])
-        py = np.concatenate([res[k] for k in order])
-        b = slope(px, py)
-        resid = py - (py.mean() + b * (px - px.mean()))
-        df = px.size - 2
-        se = math.sqrt((resid**2).sum() / df / ((px - px.mean()) ** 2).sum())
-        method = f"least-squares slope over all {px.size} (condition, seed) points, t interval (df = {df})"
-    est = sign * b * span
-    half = t_quantile(q, df) * se * span
+    sign = 1.0 if increasing else -1.0
+    dx = xs - xs.mean()
+    weights = sign * dx / (dx * dx).sum() * float(xs[-1] - xs[0])
+    est, lo, hi, method, n_ex = _contrast(
+        [res[k] for k in order], weights, paired, level, order
+    )
+    method = "least-squares slope of the means, " + method
     f = fmt.format
     claim = (
         f"{metric} {'grows' if increasing else 'falls'} from {order[0]} to {order[-1]}"
     )
-    means = [float(res[k].mean()) for k in order]
+    means = [float(_seed_means(res[k]).mean()) for k in order]
     detail = (
         "Mean ± std over seeds: "
         + ", ".join(_spread(k, res[k], f) for k in order)
         + "."
     )
     notes = _few_seeds(res, order)
-    steps = np.sign(np.diff(means)) * sign
-    if np.any(steps < 0):
+    if np.any(np.sign(np.diff(means)) * sign < 0):
         notes.append(
             "(The means do not move the same way at every step: see the table.)"
         )
-    return Verdict(
-        _rule(est - half, est + half, min_effect),
-        claim,
-        est,
-        est - half,
-        est + half,
-        min_effect,
-        level,
-        method,
-        metric,
-        res,
-        fmt,
-        notes,
-        detail,
+    return _finish(
+        Verdict(
+            rule(lo, hi, min_effect),
+            claim,
+            est,
+            lo,
+            hi,
+            min_effect,
+            level,
+            method,
+            metric,
+            res,
+            fmt,
+            notes,
+            detail,
+            n_ex,
+        )
     )
 
 
@@ -601,21 +585,23 @@ def majority_baseline(labels) -> float:
 
 
 def beats_baseline(
-    results: Mapping[str, Sequence[float]],
+    results: Mapping[str, Sequence],
     baseline,
     *,
     min_effect: float,
     higher_is_better: bool = True,
     paired: bool = False,
     level: float = 0.95,
+    metric: str = "the measurement",
 ):
     """Mark which conditions beat a baseline, by the same rule as :func:`verdict`.
 
     ``baseline``: a number (the majority-class accuracy of the test set, see
-    :func:`majority_baseline`; or chance, ``1 / n_classes``), or a list of one
-    measurement per seed (random weights trained for equal steps, say). Against a number
-    the interval is the one-sample t interval of ``mean - baseline``; against a list,
-    Welch's (or the paired one, ``paired=True``).
+    :func:`majority_baseline`; or chance, ``1 / n_classes``), or measurements like a
+    condition's (random weights trained for equal steps, say: one number per seed, or
+    rows of per-example scores). Against a number the interval is the one-sample one of
+    ``mean - baseline`` (over seeds, and over test examples when rows are given);
+    against measurements, as in :func:`verdict`.
 
     Returns a pandas DataFrame, one row per condition: seeds, mean, std, baseline, the
     effect (how much better than the baseline) with its interval, the verdict, and
@@ -632,41 +618,52 @@ def beats_baseline(
             raise ValueError(f"baseline must be finite, got {baseline!r}")
         base, base_mean = None, float(baseline)
     else:
-        base = _seeds(baseline, "baseline")
-        base_mean = float(base.mean())
+        base = _runs(baseline, "baseline")
+        base_mean = float(_seed_means(base).mean())
+    sign = 1.0 if higher_is_better else -1.0
     pct, rows = f"{level:.0%}", []
     for name, x in res.items():
         if base is None:
-            d = (x - base_mean) if higher_is_better else (base_mean - x)
-            est = float(d.mean())
-            half = (
-                t_quantile(0.5 + level / 2, d.size - 1)
-                * float(d.std(ddof=1))
-                / math.sqrt(d.size)
+            est, lo, hi, _, n_ex = _contrast([x], [sign], False, level, [name])
+            est, lo, hi = (
+                est - sign * base_mean,
+                lo - sign * base_mean,
+                hi - sign * base_mean,
             )
-            lo, hi = est - half, est + half
         else:
-            if paired and x.size != base.size:
+            if paired and x.shape[0] != base.shape[0]:
                 raise ValueError(
-                    f"paired=True needs as many seeds in results[{name!r}] ({x.size}) "
-                    f"as in "
-                    f"baseline ({base.size})"
+                    f"paired=True needs as many seeds in results[{name!r}] "
+                    f"({x.shape[0]}) as in baseline ({base.shape[0]})"
                 )
-            a, b = (x, base) if higher_is_better else (base, x)
-            est, lo, hi, _ = _difference(a, b, paired, level)
-        v = _rule(lo, hi, min_effect)
-        rows.append(
+            est, lo, hi, _, n_ex = _contrast(
+                [x, base], [sign, -sign], paired, level, [name, "baseline"]
+            )
+        v = rule(lo, hi, min_effect)
+        m = _seed_means(x)
+        row = {
+            "condition": name,
+            "seeds": m.size,
+            "mean": float(m.mean()),
+            "std": float(m.std(ddof=1)),
+            "baseline": base_mean,
+            "effect": est,
+            f"{pct} low": lo,
+            f"{pct} high": hi,
+            "verdict": v,
+            "beats baseline": v == SHOWS_UP,
+        }
+        rows.append(row)
+        _log(
             {
-                "condition": name,
-                "seeds": x.size,
-                "mean": float(x.mean()),
-                "std": float(x.std(ddof=1)),
-                "baseline": base_mean,
-                "effect": est,
-                f"{pct} low": lo,
-                f"{pct} high": hi,
+                "claim": f"{name} beats the baseline on {metric}",
                 "verdict": v,
-                "beats baseline": v == SHOWS_UP,
+                "effect": est,
+                "low": lo,
+                "high": hi,
+                "min_effect": min_effect,
+                "seeds": int(m.size),
+                "examples": n_ex,
             }
         )
     return pd.DataFrame(rows)

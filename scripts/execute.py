@@ -15,6 +15,8 @@ notebook's metadata["ptlm_book"] records
     code_hash   hash of the cells' types and sources
     modules     {module name: sha256 of its file, 16 hex digits}, only files inside ptlm_lite/
     seconds     how long the run took
+    verdicts    every verdict the chapter printed (ptlm_lite.verdict logs them to
+                $PTLM_VERDICT_LOG): book/replication.ipynb pairs them with a fresh-seed run
 
 and the notebook is stale when the code hash differs, when a recorded module's file
 changed or is gone, or when there is no such record (old metadata with only an
@@ -209,6 +211,33 @@ def _run(nb, path: pathlib.Path, timeout: int) -> dict[str, str | None]:
     return json.loads(ast.literal_eval(result["data"]["text/plain"]))
 
 
+def run_with_verdicts(
+    nb, path: pathlib.Path, env: dict[str, str], timeout: int = 600
+) -> tuple[list[dict], dict, float]:
+    """Execute ``nb`` (in memory; nothing is written) offline with ``env`` added to the
+    environment; return (the verdicts it printed, the package modules it loaded,
+    seconds). The verdicts are what :mod:`ptlm_lite.verdict` logs to
+    ``$PTLM_VERDICT_LOG``."""
+    env_before = dict(os.environ)
+    fd, log = tempfile.mkstemp(suffix=".jsonl")
+    os.close(fd)
+    # offline first: nothing downloads
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.update(env)
+    os.environ["PTLM_VERDICT_LOG"] = log
+    start = time.perf_counter()
+    try:
+        files = _run(nb, path, timeout)
+        lines = pathlib.Path(log).read_text().splitlines()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+        pathlib.Path(log).unlink(missing_ok=True)
+    return [json.loads(x) for x in lines], files, time.perf_counter() - start
+
+
 def execute(path: pathlib.Path, _unused=None, timeout: int = 600) -> float:
     """Execute `path` in place and record its staleness metadata; return the seconds it
     took.
@@ -218,20 +247,18 @@ def execute(path: pathlib.Path, _unused=None, timeout: int = 600) -> float:
     """
     import nbformat
 
+    for var in ("PTLM_SEED_SET", "PTLM_MAX_STEPS"):
+        if os.environ.get(var):
+            raise SystemExit(
+                f"execute: {var} is set ({os.environ[var]!r}): the committed chapters "
+                "are executed with the seeds as written and no step cap; unset it"
+            )
     nb = nbformat.read(path, as_version=4)
-    env_before = dict(os.environ)
-    # offline first: nothing downloads
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    start = time.perf_counter()
-    try:
-        files = _run(nb, path, timeout)
-    finally:
-        os.environ.clear()
-        os.environ.update(env_before)
-    seconds = time.perf_counter() - start
+    verdicts, files, seconds = run_with_verdicts(nb, path, {}, timeout)
     rec = nb.metadata.setdefault(KEY, {})
+    # every verdict the chapter printed, in order (book/replication.ipynb compares them
+    # with a run on fresh seeds: scripts/replicate.py)
+    rec["verdicts"] = verdicts
     # the old whole-package record
     rec.pop("input_hash", None)
     rec["code_hash"] = code_hash(nb)

@@ -1,0 +1,69 @@
+"""Replication as a feature of the book (scripts/replicate.py, book/replication.ipynb):
+the record of fresh-seed verdicts matches the committed chapters, every chapter takes
+its seeds from one place, and every chapter runs end to end with another seed set
+under a step cap (PTLM_SEED_SET=fresh, PTLM_MAX_STEPS=2: seconds, not minutes)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import execute as X  # noqa: E402
+import replicate as R  # noqa: E402
+
+CHAPTERS = R.chapters()
+
+
+def _code(path: pathlib.Path) -> str:
+    nb = json.loads(path.read_text())
+    return "\n".join(
+        "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
+    )
+
+
+def test_the_replication_record_matches_the_chapters():
+    why = R.stale()
+    assert not why, (
+        "book/data/replication.json is stale: run `python scripts/replicate.py "
+        "chapters/<name>.ipynb` for " + "; ".join(why)
+    )
+
+
+def test_every_recorded_run_pairs_its_verdicts():
+    for name, entry in R.load()["chapters"].items():
+        assert entry["main"], name
+        assert [v["claim"] for v in entry["main"]] == [
+            v["claim"] for v in entry["fresh"]
+        ], f"{name}: the fresh run printed other claims than the committed one"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_seeds_come_from_one_place(path):
+    code = _code(path)
+    meta = json.loads(path.read_text())["metadata"].get(X.KEY, {})
+    if not meta.get("verdicts"):
+        pytest.skip("no verdict in this chapter")
+    assert re.search(r"\bP\.seeds\(", code), (
+        f"{path.name}: take every experiment's seeds from SIZES through P.seeds(...)"
+    )
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_runs_with_fresh_seeds_under_a_step_cap(path):
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    verdicts, _, _ = X.run_with_verdicts(
+        nb, path, {"PTLM_SEED_SET": "fresh", "PTLM_MAX_STEPS": "2"}, timeout=300
+    )
+    meta = nb.metadata.get(X.KEY, {})
+    assert len(verdicts) == len(meta.get("verdicts", [])), (
+        "the capped run printed another number of verdicts than the committed one"
+    )

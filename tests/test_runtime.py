@@ -1,0 +1,57 @@
+"""The environment knobs of ptlm_lite.runtime: the seed set and the step cap."""
+
+import pytest
+import torch
+
+import ptlm_lite as P
+from ptlm_lite import runtime
+
+
+def test_seeds_as_written_and_fresh(monkeypatch):
+    monkeypatch.delenv("PTLM_SEED_SET", raising=False)
+    assert P.seeds((0, 1, 2)) == (0, 1, 2)
+    monkeypatch.setenv("PTLM_SEED_SET", "fresh")
+    fresh = P.seeds([0, 1, 2])
+    assert fresh == (100, 101, 102) and not set(fresh) & {0, 1, 2}
+    monkeypatch.setenv("PTLM_SEED_SET", "other")
+    with pytest.raises(ValueError, match="PTLM_SEED_SET must be"):
+        P.seeds((0,))
+
+
+@pytest.mark.parametrize("bad", [3, "012", (), (0, 0), (0, 100), (True,), (1.0,)])
+def test_bad_seeds_say_what_is_accepted(bad, monkeypatch):
+    monkeypatch.delenv("PTLM_SEED_SET", raising=False)
+    with pytest.raises((TypeError, ValueError), match="seed"):
+        P.seeds(bad)
+
+
+def test_the_step_cap_caps_train(monkeypatch):
+    model = torch.nn.Linear(2, 1)
+    batch = (torch.randn(4, 2), torch.randn(4, 1))
+
+    def loss_fn(m, b):
+        return ((m(b[0]) - b[1]) ** 2).mean()
+
+    monkeypatch.delenv("PTLM_MAX_STEPS", raising=False)
+    assert not P.capped() and runtime.train_steps(50) == 50
+    h = P.train(model, [batch], steps=7, loss_fn=loss_fn, progress=False)
+    assert len(h.losses) == 7
+    monkeypatch.setenv("PTLM_MAX_STEPS", "2")
+    assert P.capped() and runtime.train_steps(50) == 2 and runtime.train_steps(1) == 1
+    h = P.train(model, [batch], steps=7, loss_fn=loss_fn, progress=False)
+    assert len(h.losses) == 2
+    monkeypatch.setenv("PTLM_MAX_STEPS", "0")
+    with pytest.raises(ValueError, match="PTLM_MAX_STEPS must be a positive integer"):
+        runtime.step_cap()
+
+
+def test_a_capped_model_is_cached_apart(monkeypatch):
+    from ptlm_lite import cache
+    from ptlm_lite.config import preset
+    from ptlm_lite.gpt import GPT
+
+    r = cache.Recipe("x", GPT, preset("gpt-tiny", vocab_size=10), lambda m: None)
+    monkeypatch.delenv("PTLM_MAX_STEPS", raising=False)
+    full = r.key
+    monkeypatch.setenv("PTLM_MAX_STEPS", "2")
+    assert r.key != full
