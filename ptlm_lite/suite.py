@@ -29,20 +29,26 @@ The book's tiny models do not learn the facts: each is stated once, a name is 4 
 word pieces, and at tiny scale the three fact tasks stay at chance, pre-trained or not.
 ``slot_filler`` asks what the same documents do teach a tiny model: which *kind* of word
 goes in a slot. A colour and an occupation compete for "The favourite colour of X is" or
-"X is a 36-year-old"; the test's 12 words never occur in fine-tuning, so random weights
-have nothing to go on, while pre-training put each of them in its slot 5 to 20 times.
-Occupations are longer than colours (4 or 5 word pieces against 2 or 3), a shortcut a
-random-weights encoder learns at once from the interaction of slot and length, so
-fine-tuning uses only the 8 words of 3 pieces (:data:`FILLER_TRAIN_WORDS`).
+"X is a 36-year-old". The two kinds differ in form (every occupation ends in "-er",
+"-or", "-ot" or "-ian", no colour does, and occupations have more word pieces), so a
+fine-tuning set with colours and occupations would teach a random-weights model the
+form of each kind. Fine-tuning therefore asks the same kind of question about three
+other slots of the person documents (:data:`FILLER_TRAIN_SLOTS`: born in a city, works
+for an organisation, is a friend of a person) and never shows a colour, an occupation
+or the two test contexts; the pre-training documents put each test word in its slot 5
+to 20 times.
 
-Two tasks are labelled ``needs_pretraining=False`` and kept as the contrast:
-``kind_from_sentence`` has the kind word in the input, and ``kind_from_name`` is solved
-by the world's naming scheme (countries end in "-ia", organisations in "Ltd", "& Co" or
-"Guild", people have two words and cities one). :func:`surface_baseline` measures this
-per task: a logistic regression on bags of character n-grams of the input, trained on
-the fine-tuning split. It solves ``kind_from_sentence``, beats the majority share by far
-on ``kind_from_name``, and does no better than a constant answer on the four others
-(``tests/test_suite.py`` checks both).
+Three tasks are declared surface controls (:data:`SURFACE_CONTROLS`,
+``Task.surface_control``; ``needs_pretraining=False``) and kept as the contrast:
+``kind_from_sentence`` has the kind word in the input, ``kind_from_name`` is solved by
+the world's naming scheme (countries end in "-ia", organisations in "Ltd", "& Co" or
+"Guild", people have two words and cities one), and ``span_qa`` (below) has its answer
+in the passage. :func:`surface_baseline` measures this per task: a logistic regression
+on the input's form (character n-grams, lengths in characters and word pieces, first
+and last characters; a candidate's features also crossed with its context's last
+word), trained on the fine-tuning split. It solves ``kind_from_sentence``, beats the
+majority share by far on ``kind_from_name``, and does no better than a constant answer
+on the four others, with each feature set alone (``tests/test_suite.py`` checks both).
 
 Every task has fixed splits (same world seed, same examples), its ``majority`` share
 (the best any constant answer does on the test split) and its ``chance`` (uniform
@@ -74,6 +80,8 @@ __all__ = [
     "entity_split",
     "class_balance",
     "surface_baseline",
+    "SURFACE_CONTROLS",
+    "FILLER_TRAIN_SLOTS",
 ]
 
 KINDS = ("single", "pair", "choice")
@@ -113,6 +121,14 @@ class Task:
     def n_labels(self) -> int:
         """Classes of a single/pair task, candidates of a choice task."""
         return len(self.labels)
+
+    @property
+    def surface_control(self) -> bool:
+        """A declared surface control (:data:`SURFACE_CONTROLS`): a task that exists to
+        be solved by the input's form, the contrast to the others, never evidence that
+        pre-training helps.
+        """
+        return self.name in SURFACE_CONTROLS
 
     @property
     def majority_label(self) -> int:
@@ -453,17 +469,22 @@ def _favourite_colour(world, split, sentences) -> Task:
     )
 
 
-# The slot filler's words. Colours are short and occupations long ("red" is 2 word
-# pieces, "librarian" 5), so a model can tell the two kinds apart by length alone, and
-# a random-weights model learns that shortcut from any fine-tuning set that rewards
-# it. Fine-tuning therefore uses only words of 3 pieces in both book tokenizers
-# (WordPiece and byte-level BPE), where length says nothing; the test asks about the
-# other 12 words, never seen in fine-tuning.
-FILLER_TRAIN_WORDS = {
-    "colour": ("green", "yellow", "purple"),
-    "occupation": ("baker", "pilot", "doctor", "painter", "sailor"),
-}
-# each (colour, occupation, slot) question asked about this many people
+# The slot filler. Colours and occupations differ in form: every occupation ends in
+# "-er", "-or", "-ot" or "-ian" and no colour does, and occupations are longer (2-3 word
+# pieces for a colour, 3-5 for an occupation, in both book tokenizers). No choice of
+# the world's 20 words hides that, so any fine-tuning question with a colour and an
+# occupation would teach the form of each kind, and a model with random weights would
+# carry that over to the test's unseen words. Fine-tuning therefore asks the same kind
+# of question about *other* slots of the same documents (a person's birthplace,
+# employer and friends: a city, an organisation, a person), and the test asks about the
+# colour and occupation slots, whose words and contexts fine-tuning never shows.
+# Fine-tuning teaches the format ("pick the ending that fits the slot"); which ending
+# fits a colour or occupation slot only pre-training can have taught.
+FILLER_TRAIN_SLOTS = ("born_in", "works_for", "friend_of")
+FILLER_TEST_SLOTS = ("colour", "occupation")
+# training questions per pair of training slots, each asked in both slots
+FILLER_TRAIN_PAIRS = 10
+# each (colour, occupation, slot) test question asked about this many people
 FILLER_COPIES = 2
 
 
@@ -471,59 +492,81 @@ def _slot_filler(world, split, sentences) -> Task:
     from .data.world import COLOURS, OCCUPATIONS
 
     rng = _rng(world, "slot_filler")
-    pools = {"colour": COLOURS, "occupation": OCCUPATIONS}
-    words = {
-        "train": {
-            k: [w for w in v if w in FILLER_TRAIN_WORDS[k]] for k, v in pools.items()
-        },
-        "test": {
-            k: [w for w in v if w not in FILLER_TRAIN_WORDS[k]]
-            for k, v in pools.items()
-        },
-    }
+    people = world.of_kind("person")
+
+    def born_in(p):
+        return world.related(p, "born_in")[0].name
+
     prompts = {
         "colour": lambda p: f"The favourite colour of {p.name} is",
         "occupation": lambda p: f"{p.name} is a {p.attributes['age']}-year-old",
+        "born_in": lambda p: f"{p.name} was born in",
+        "works_for": lambda p: f"{p.name} was born in {born_in(p)} and works for",
+        "friend_of": lambda p: f"{p.name} is a friend of",
     }
-    people = world.of_kind("person")
+    holds = {
+        "colour": lambda p: [p.attributes["colour"]],
+        "occupation": lambda p: [p.attributes["occupation"]],
+        "born_in": lambda p: [t.name for t in world.related(p, "born_in")],
+        "works_for": lambda p: [t.name for t in world.related(p, "works_for")],
+        "friend_of": lambda p: [t.name for t in world.related(p, "friend_of")],
+    }
+    # a training slot's fillers: the values it takes in the documents, training
+    # entities only
+    train_names = {e.name for e in world.entities if split[e.id] == "train"}
+    fillers = {
+        slot: sorted({v for p in people for v in holds[slot](p)} & train_names)
+        for slot in FILLER_TRAIN_SLOTS
+    }
 
     def evidence(slot: str, word: str) -> str:
         """The first pre-training sentence where ``word`` fills ``slot`` (someone's
         document).
         """
-        p = next((p for p in people if p.attributes[slot] == word), None)
+        p = next((p for p in people if word in holds[slot](p)), None)
         if p is None:
             raise RuntimeError(
                 f"no document of world {world.seed} has {word!r} as a {slot}"
             )
-        return _evidence(sentences, p, f"{prompts[slot](p)} {word}.")
+        return _evidence(sentences, p, f"{prompts[slot](p)} {word}")
+
+    def question(slot, right, wrong, askable):
+        p = rng.choice(askable)
+        return {
+            "context": prompts[slot](p),
+            "endings": [right, wrong],
+            "label": 0,
+            "entity": p.name,
+            "slot": slot,
+            "evidence": evidence(slot, right),
+        }
 
     out = {"train": [], "test": []}
-    for part in ("train", "test"):
-        askable = [p for p in people if split[p.id] == part]
-        for colour in words[part]["colour"]:
-            for occupation in words[part]["occupation"]:
-                for slot in ("colour", "occupation"):
-                    right, wrong = (
-                        (colour, occupation)
-                        if slot == "colour"
-                        else (occupation, colour)
-                    )
-                    for _ in range(FILLER_COPIES):
-                        p = rng.choice(askable)
-                        out[part].append(
-                            {
-                                "context": prompts[slot](p),
-                                "endings": [right, wrong],
-                                "label": 0,
-                                "entity": p.name,
-                                "slot": slot,
-                                "evidence": evidence(slot, right),
-                            }
-                        )
-        rng.shuffle(out[part])
+    askable = {
+        part: [p for p in people if split[p.id] == part] for part in ("train", "test")
+    }
+    # fine-tuning: each pair of training slots, FILLER_TRAIN_PAIRS pairs of fillers,
+    # each pair asked in both slots (every filler as often right as wrong)
+    slots = FILLER_TRAIN_SLOTS
+    for i, a in enumerate(slots):
+        for b in slots[i + 1 :]:
+            for _ in range(FILLER_TRAIN_PAIRS):
+                x, y = rng.choice(fillers[a]), rng.choice(fillers[b])
+                for slot, right, wrong in ((a, x, y), (b, y, x)):
+                    out["train"].append(question(slot, right, wrong, askable["train"]))
+    # the test: every colour with every occupation, in both slots
+    for colour in COLOURS:
+        for occupation in OCCUPATIONS:
+            for slot, right, wrong in (
+                ("colour", colour, occupation),
+                ("occupation", occupation, colour),
+            ):
+                for _ in range(FILLER_COPIES):
+                    out["test"].append(question(slot, right, wrong, askable["test"]))
+    for part in out.values():
+        rng.shuffle(part)
         # the right ending goes to each position equally often
-        for i, ex in enumerate(out[part]):
+        for i, ex in enumerate(part):
             if i % 2:
                 ex["endings"], ex["label"] = ex["endings"][::-1], 1
     return _task(
@@ -533,24 +576,19 @@ def _slot_filler(world, split, sentences) -> Task:
         out,
         needs_pretraining=True,
         description=(
-            'Which word fills the slot? "The favourite colour of X is" or "X is a 36-year-old", '
-            "then two endings: a colour and an occupation. The test's 12 "
-            "words never occur in "
-            "fine-tuning (which uses green, yellow, purple, baker, pilot, "
-            "doctor, painter and sailor, "
-            "all of 3 word pieces, so that length gives nothing away); the "
-            "pre-training documents put "
-            "each of them in its slot 5 to 20 times. A random-weights model "
-            "cannot tell an "
-            "unseen word's kind; a pre-trained one can, if reading the "
-            "documents taught it. Each "
-            "question pairs a colour with an occupation in both slots, so "
-            "every word is as often "
-            "right as wrong, and the right position is balanced. The right "
-            "ending is the kind of word "
-            "the slot takes, not necessarily that person's own colour or "
-            "occupation: the task asks "
-            "what kind of word goes where, not a fact."
+            'Which word fills the slot? "The favourite colour of X is" or "X is a '
+            '36-year-old", then two endings: a colour and an occupation. Fine-tuning '
+            "never shows a colour or an occupation, nor these two contexts: it asks "
+            'the same kind of question about other slots ("X was born in", "X was '
+            'born in Y and works for", "X is a friend of": a city, an organisation, a '
+            "person), so it teaches the format and nothing about colours or "
+            "occupations, whose forms give their kind away (every occupation ends in "
+            '"-er", "-or", "-ot" or "-ian" and is longer). The pre-training documents '
+            "put each test word in its slot 5 to 20 times. Each test question pairs "
+            "one of the 8 colours with one of the 12 occupations in both slots, so "
+            "every word is as often right as wrong, and the right position is "
+            "balanced. The right ending is the kind of word the slot takes, not "
+            "necessarily that person's own colour or occupation."
         ),
     )
 
@@ -650,54 +688,120 @@ def get(name: str, world_seed: int = 0) -> Task:
 
 
 # ----------------------------------------------------------------------------------
-# The surface baseline: what the input's characters alone give
+# The surface baselines: what the input's form alone gives
+
+# The tasks that exist to be solved by the surface form, the contrast to the others:
+# :func:`surface_baseline` must beat their majority share by far, and must not beat
+# any other task's (``tests/test_suite.py`` checks both).
+SURFACE_CONTROLS = ("kind_from_name", "kind_from_sentence", "span_qa")
+# the feature sets of :func:`surface_baseline`
+SURFACE_FEATURES = ("ngrams", "length", "edges")
 
 
-def _fields(task: Task, examples) -> list[list[str]]:
-    """The text fields a surface model reads, one list per field."""
+def _template(context: str) -> str:
+    """What a surface model may condition a candidate on: the context's last word,
+    digits blanked ("is", "0-year-old", "in", "for", ...): the slot, without the
+    entity.
+    """
+    words = context.split()
+    return re.sub(r"\d", "0", words[-1]) if words else ""
+
+
+def _surface_tokens(
+    text: str, features, ngrams: tuple[int, int], tokenizers: dict
+) -> list[str]:
+    """One field's surface features as strings (a bag for a linear model)."""
+    out = []
+    if "ngrams" in features:
+        padded = f" {text} "  # spaces mark the start and end of the field
+        out += [
+            "g:" + padded[i : i + n]
+            for n in range(ngrams[0], ngrams[1] + 1)
+            for i in range(len(padded) - n + 1)
+        ]
+    if "length" in features:
+        out += [f"chars:{len(text)}", f"words:{len(text.split())}"]
+        for name, (tok, prefix) in tokenizers.items():
+            out.append(f"pieces[{name}]:{len(tok.encode(prefix + text))}")
+    if "edges" in features:
+        out += [f"first:{text[:1]}", f"last:{text[-1:]}", f"last2:{text[-2:]}"]
+    return out
+
+
+def _surface_bags(task: Task, examples, features, ngrams, tokenizers) -> list[list]:
+    """One bag of features per scored item: an example of a single or pair task, an
+    (example, candidate) of a choice task. The candidate's (or segment B's) features
+    also come crossed with the context's template (:func:`_template`), so a linear
+    model can learn "after *is*, a short word", which is the kind of shortcut a choice
+    between two kinds of word offers.
+    """
+    bag = partial(
+        _surface_tokens, features=features, ngrams=ngrams, tokenizers=tokenizers
+    )
+
+    def crossed(context, candidate):
+        t = _template(context)
+        own = bag(candidate)
+        return (
+            ["A|" + f for f in bag(context)]
+            + ["B|" + f for f in own]
+            + [f"{t}|" + f for f in own]
+        )
+
     if task.kind == "single":
-        return [[e["text"] for e in examples]]
+        return [bag(e["text"]) for e in examples]
     if task.kind == "pair":
-        return [[e["a"] for e in examples], [e["b"] for e in examples]]
-    return [
-        [e["context"] for e in examples for _ in e["endings"]],
-        [end for e in examples for end in e["endings"]],
-    ]
+        return [crossed(e["a"], e["b"]) for e in examples]
+    return [crossed(e["context"], c) for e in examples for c in e["endings"]]
 
 
 def surface_baseline(
-    task: Task, ngrams: tuple[int, int] = (1, 4), C: float = 1.0
+    task: Task,
+    ngrams: tuple[int, int] = (1, 4),
+    C: float = 1.0,
+    features=SURFACE_FEATURES,
+    tokenizers: dict | None = None,
 ) -> dict:
     """Accuracy and macro-F1 on ``task.test`` of a model that sees only the input's
-    characters.
+    form.
 
     Each text field (the sentence; segments A and B; context and candidate) becomes a
-    bag of character n-grams (spaces included, so a word count shows); a logistic
-    regression is trained on ``task.train``. A choice task scores each (context,
-    candidate) pair as right or wrong and picks the best-scored candidate. The model is
-    linear in each field's n-grams, so it can use a suffix, a word count or how often a
-    value is the answer, but not whether two fields belong together, which is exactly a
-    fact. Returns ``{"accuracy", "macro_f1", "predictions"}``.
+    bag of surface features, chosen among :data:`SURFACE_FEATURES`: ``"ngrams"``,
+    character n-grams (spaces included and around the field, so a word count, a prefix
+    and a suffix show); ``"length"``, characters, words and, for each of
+    ``tokenizers`` (``{name: (tokenizer, prefix)}``), word pieces; ``"edges"``, the
+    first and last characters. The candidate's (segment B's) features come crossed with
+    the context's last word too (:func:`_surface_bags`), so "after *is*, the shorter
+    word" is in reach. A logistic regression is trained on ``task.train``; a choice task
+    scores each (context, candidate) pair as right or wrong and picks the best-scored
+    candidate. The model is linear, so it can use a suffix, a length or how often a
+    value is the answer, but not whether two particular entities belong together, which
+    is exactly a fact. Returns ``{"accuracy", "macro_f1", "predictions"}``.
     """
     import numpy as np
-    from scipy.sparse import hstack
     from sklearn.feature_extraction.text import CountVectorizer
     from sklearn.linear_model import LogisticRegression
     from threadpoolctl import threadpool_limits
 
     from .finetune import scores
 
-    train_fields, test_fields = _fields(task, task.train), _fields(task, task.test)
-    vectorizers = [
-        CountVectorizer(
-            analyzer="char", ngram_range=ngrams, binary=True, lowercase=False
-        ).fit(f)
-        for f in train_fields
-    ]
-    X_train = hstack(
-        [v.transform(f) for v, f in zip(vectorizers, train_fields)]
-    ).tocsr()
-    X_test = hstack([v.transform(f) for v, f in zip(vectorizers, test_fields)]).tocsr()
+    unknown = set(features) - set(SURFACE_FEATURES)
+    if unknown or not features:
+        raise ValueError(
+            f"features must be a non-empty subset of {SURFACE_FEATURES}, got "
+            f"{features!r}"
+        )
+    if task.kind not in KINDS:
+        raise ValueError(f"no surface baseline for a {task.kind!r} task")
+    tokenizers = tokenizers or {}
+    bags = {
+        part: _surface_bags(task, getattr(task, part), features, ngrams, tokenizers)
+        for part in ("train", "test")
+    }
+    vectorizer = CountVectorizer(
+        analyzer=lambda bag: bag, binary=True, lowercase=False
+    ).fit(bags["train"])
+    X_train, X_test = (vectorizer.transform(bags[p]) for p in ("train", "test"))
     # A tight tolerance: on a balanced pair task the gradient at zero is tiny, and the
     # default stops before the first step (a constant "baseline" would measure
     # nothing).

@@ -11,4 +11,4 @@ $PY -c "from jupyter_book.cli.main import main; main()" build . --warningiserror
 # Chapters use a fresh model cache, so nothing trained earlier on this machine hides a bug.
 export PTLM_CACHE="$(mktemp -d)"
 trap 'rm -rf "$PTLM_CACHE"' EXIT
-$PY -m pytest tests chapters book/widgets.ipynb --nbval-lax -p no:cacheprovider -q "$@"
+$PY -m pytest tests chapters book/widgets.ipynb book/replication.ipynb --nbval-lax -p no:cacheprovider -q "$@"

@@ -187,6 +187,23 @@ def test_recipe_learns_and_changes_hashing():
         assert c["mass"] == pytest.approx(1.0, abs=1e-5) and c["keys"] == 1.0
 
 
+def test_per_block_scores_average_to_the_overall_ones():
+    # the chapter's verdicts take one score per validation block (seeds × blocks)
+    torch.manual_seed(0)
+    stream = torch.arange(2000) % 7
+    m = model()
+    blocks = R.windows(stream, 3, 16, torch.Generator().manual_seed(0))
+    per = R.evaluate(m, blocks, seed=1, per_block=True)
+    assert per.shape == (3,)
+    assert per.mean() == pytest.approx(R.evaluate(m, blocks, seed=1), rel=1e-5)
+    for r in (False, True):
+        whole = R.closeness(m, blocks[:, :-1], 2, seed=3, random=r)
+        rows = R.closeness(m, blocks[:, :-1], 2, seed=3, random=r, per_block=True)
+        for k in ("agreement", "mass", "keys"):
+            assert rows[k].shape == (3,)
+            assert rows[k].mean() == pytest.approx(whole[k], rel=1e-5)
+
+
 # --- exercises: plausible wrong answers are rejected
 
 

@@ -439,6 +439,11 @@ def test_heldout_mlm_scores_the_same_masked_positions():
     assert constant["tokens"] == perfect["tokens"] and constant["accuracy"] < 0.05
     base = R.unigram_baseline(d["ids"], d, corruption(), special_ids=SPECIAL)
     assert base["tokens"] == perfect["tokens"] and base["loss"] > 4.0
+    # per-row scores (a verdict's per-example input): one per row, their mean the score
+    for score in (constant, base):
+        assert score["row_loss"].shape == (len(d["ids"]),)
+        assert abs(score["row_loss"].mean() - score["loss"]) < 1e-9
+    assert abs(constant["row_accuracy"].mean() - constant["accuracy"]) < 1e-9
 
 
 # --- the chapter's exercises: plausible wrong answers are rejected

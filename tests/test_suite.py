@@ -143,16 +143,64 @@ def test_unknown_task_is_a_clear_error():
         suite.get("sentiment")
 
 
-def test_surface_baseline_solves_the_surface_tasks_only(tasks):
+def test_surface_controls_are_declared(tasks):
+    """The tasks the surface form solves are marked as controls, and only they."""
+    assert suite.SURFACE_CONTROLS == ("kind_from_name", "kind_from_sentence", "span_qa")
+    for t in tasks.values():
+        assert t.surface_control == (not t.needs_pretraining), t.name
+    assert suite.get("span_qa").surface_control
+
+
+def test_surface_baseline_rejects_unknown_features(tasks):
+    with pytest.raises(ValueError, match="features"):
+        suite.surface_baseline(tasks["slot_filler"], features=("vowels",))
+
+
+@pytest.fixture(scope="module")
+def book_tokenizers():
+    """The chapters' tokenizers, as they encode a word: GPT's byte-level BPE (a word
+    after a space) and BERT's WordPiece.
+    """
+    from ptlm_lite.recipes import bert, gpt
+
+    return {"bpe": (gpt.tokenizer(), " "), "wordpiece": (bert.tokenizer(), "")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", suite.TASKS)
+def test_no_surface_shortcut_except_in_the_declared_controls(
+    tasks, book_tokenizers, name
+):
+    """Every surface baseline (character n-grams; lengths in characters, words and
+    word pieces of both book tokenizers; first and last characters; all together), a
+    candidate's features crossed with its slot, trained on the fine-tuning split: on a
+    task that needs pre-training none beats the best constant answer by more than 5
+    points; a declared surface control is solved far above it.
+    """
+    pytest.importorskip("sklearn")
+    t = tasks[name]
+    sets = [(f,) for f in suite.SURFACE_FEATURES] + [suite.SURFACE_FEATURES]
+    acc = {
+        f: suite.surface_baseline(t, features=f, tokenizers=book_tokenizers)["accuracy"]
+        for f in sets
+    }
+    bar = max(t.majority, t.chance)
+    if t.surface_control:
+        assert acc[suite.SURFACE_FEATURES] > bar + 0.15, (name, acc)
+    else:
+        assert max(acc.values()) <= bar + 0.05, (name, acc)
+
+
+def test_the_default_surface_baseline_solves_the_surface_tasks_only(tasks):
+    """What ``finetune.run`` reports as the surface model (no tokenizers needed)."""
     pytest.importorskip("sklearn")
     for t in tasks.values():
         s = suite.surface_baseline(t)
         assert len(s["predictions"]) == len(t.test)
-        # the input's characters alone do not beat a constant answer
-        if t.needs_pretraining:
-            assert s["accuracy"] <= t.majority + 0.05, (t.name, s["accuracy"])
-        else:
+        if t.surface_control:
             assert s["accuracy"] > t.majority + 0.15, (t.name, s["accuracy"])
+        else:
+            assert s["accuracy"] <= t.majority + 0.05, (t.name, s["accuracy"])
 
 
 # ----------------------------------------------------------------------------------
@@ -163,45 +211,57 @@ def _words(text):
     return set(re.findall(r"[a-z]+", text))
 
 
-def test_slot_filler_pairs_a_colour_with_an_occupation_and_the_right_one_fits(tasks):
+def test_slot_filler_pairs_two_kinds_and_the_right_one_fits(tasks):
     kinds = {**{c: "colour" for c in COLOURS}, **{o: "occupation" for o in OCCUPATIONS}}
+    endings = {
+        "colour": " is",
+        "occupation": "-year-old",
+        "born_in": " was born in",
+        "works_for": " works for",
+        "friend_of": " is a friend of",
+    }
+    t = tasks["slot_filler"]
     for split in ("train", "test"):
-        questions = getattr(tasks["slot_filler"], split)
+        questions = getattr(t, split)
         for e in questions:
-            assert sorted(kinds[w] for w in e["endings"]) == ["colour", "occupation"]
-            assert kinds[e["endings"][e["label"]]] == e["slot"]
-            assert e["context"].endswith(
-                " is" if e["slot"] == "colour" else "-year-old"
+            assert len(set(e["endings"])) == 2 and e["context"].endswith(
+                endings[e["slot"]]
             )
-        # every word is as often right as wrong, and each slot is asked as often as the
-        # other
+            # the right ending fills this slot in some pre-training document
+            last = re.sub(r"\d+", "", e["context"].split()[-1])
+            right = re.escape(f"{last} {e['endings'][e['label']]}")
+            assert re.search(rf"{right}[. ]", e["evidence"]), e
+        # every word is as often right as wrong, every slot is asked as often as the
+        # other of its pair
         right = Counter(e["endings"][e["label"]] for e in questions)
         wrong = Counter(
             w for e in questions for i, w in enumerate(e["endings"]) if i != e["label"]
         )
         assert right == wrong
-        assert Counter(e["slot"] for e in questions) == {
-            "colour": len(questions) // 2,
-            "occupation": len(questions) // 2,
-        }
+        slots = Counter(e["slot"] for e in questions)
+        assert len(set(slots.values())) == 1
+    assert set(Counter(e["slot"] for e in t.train)) == set(suite.FILLER_TRAIN_SLOTS)
+    for e in t.test:  # the test: one colour and one occupation
+        assert sorted(kinds[w] for w in e["endings"]) == ["colour", "occupation"]
+        assert kinds[e["endings"][e["label"]]] == e["slot"]
 
 
-def test_slot_filler_test_words_never_occur_in_fine_tuning(tasks):
+def test_slot_filler_fine_tuning_never_shows_a_colour_an_occupation_or_a_test_slot(
+    tasks,
+):
     t = tasks["slot_filler"]
-    train_words = {w for e in t.train for w in e["endings"]}
     test_words = {w for e in t.test for w in e["endings"]}
-    assert train_words == {w for ws in suite.FILLER_TRAIN_WORDS.values() for w in ws}
-    assert (
-        test_words == set(COLOURS + OCCUPATIONS) - train_words and len(test_words) == 12
-    )
+    assert test_words == set(COLOURS + OCCUPATIONS)
     seen = set().union(
         *(_words(e["context"] + " " + " ".join(e["endings"])) for e in t.train)
     )
     assert not test_words & seen  # not as an ending, not inside a context either
+    assert not {"colour", "favourite", "year", "old"} & seen
+    assert not {e["slot"] for e in t.train} & {e["slot"] for e in t.test}
 
 
 def test_slot_filler_words_fill_their_slot_in_the_pretraining_documents(tasks, world):
-    """What pre-training can teach: each test word fills its slot in a dozen documents
+    """What pre-training can teach: each test word fills its slot in a few documents
     or more.
     """
     text = world.text()
@@ -211,37 +271,20 @@ def test_slot_filler_words_fill_their_slot_in_the_pretraining_documents(tasks, w
         ), c
     for o in OCCUPATIONS:
         assert len(re.findall(rf"-year-old {o}\.", text)) >= 5, o
-    for e in tasks["slot_filler"].test:
-        assert e["evidence"] in text and e["evidence"].rstrip(".").endswith(
-            e["endings"][e["label"]]
-        )
+    for e in tasks["slot_filler"].train + tasks["slot_filler"].test:
+        assert e["evidence"] in text
 
 
 @pytest.mark.slow
-def test_slot_filler_training_words_have_one_length_in_both_book_tokenizers():
-    """Fine-tuning words of 3 pieces each: length, which tells an occupation from a
-    colour among the test words, is no signal during fine-tuning (loads the book's two
-    tokenizers).
+def test_slot_filler_words_differ_in_form_which_is_why_fine_tuning_avoids_them(
+    book_tokenizers,
+):
+    """The reason for the design: in both book tokenizers every occupation has at
+    least as many word pieces as any colour, and only occupations end in -er, -or, -ot
+    or -ian. A fine-tuning set of colours and occupations would teach that form.
     """
-    from ptlm_lite.data import shakespeare_tokenizer
-
-    for tok, prefix in (
-        (shakespeare_tokenizer("wordpiece"), ""),
-        (shakespeare_tokenizer("bpe"), " "),
-    ):
-        lengths = {
-            w: len(tok.encode(prefix + w))
-            for ws in suite.FILLER_TRAIN_WORDS.values()
-            for w in ws
-        }
-        assert set(lengths.values()) == {3}, lengths
-        # ...while among the test words every occupation is longer than every colour:
-        # the shortcut a model fine-tuned on all 20 words would learn, and the reason
-        # for the length-matched split
-        test_len = {
-            w: len(tok.encode(prefix + w))
-            for w in COLOURS + OCCUPATIONS
-            if w not in lengths
-        }
-        longest_colour = max(test_len[c] for c in COLOURS if c in test_len)
-        assert all(test_len[o] > longest_colour for o in OCCUPATIONS if o in test_len)
+    for tok, prefix in book_tokenizers.values():
+        n = {w: len(tok.encode(prefix + w)) for w in COLOURS + OCCUPATIONS}
+        assert min(n[o] for o in OCCUPATIONS) >= max(n[c] for c in COLOURS), n
+    assert all(re.search(r"(er|or|ot|ian)$", o) for o in OCCUPATIONS)
+    assert not any(re.search(r"(er|or|ot|ian)$", c) for c in COLOURS)

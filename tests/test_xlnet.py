@@ -161,6 +161,9 @@ def test_score_names_of_a_uniform_model_and_bad_arguments_are_named():
     for how in ("plm", "mlm at once", "mlm left to right"):
         r = R.score_names(model, ids, at, how, lang.mask_id)
         assert r["name nats"] == pytest.approx(2 * math.log(lang.vocab_size), abs=1e-4)
+        for key in ("name nats", "second | first nats", "exact match"):
+            per = r[f"{key} per window"]  # one score per window, for a 2-D verdict
+            assert len(per) == 8 and sum(per) / 8 == pytest.approx(r[key], abs=1e-5)
     with pytest.raises(ValueError, match="how"):
         R.score_names(model, ids, at, "gpt")
     with pytest.raises(ValueError, match="objective"):

@@ -64,13 +64,19 @@ def pretrain(model: Reformer, stream, *, steps: int, T: int, batch: int, lr: flo
 
 
 @torch.no_grad()
-def evaluate(model: Reformer, blocks: torch.Tensor, seed: int = 0) -> float:
-    """Mean next-token loss on ``blocks`` (N, T + 1), hashing with ``seed``."""
+def evaluate(model: Reformer, blocks: torch.Tensor, seed: int = 0,
+             per_block: bool = False):  # fmt: skip
+    """Mean next-token loss on ``blocks`` (N, T + 1), hashing with ``seed``; with
+    ``per_block=True`` one mean per block, a numpy array (N,): the per-example scores
+    of a verdict (every seed is scored on the same validation blocks)."""
     model.eval()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         out = model(blocks[:, :-1], targets=blocks[:, 1:])
-    return out.loss.item()
+    if not per_block:
+        return out.loss.item()
+    nll = F.cross_entropy(out.logits.transpose(1, 2), blocks[:, 1:], reduction="none")
+    return nll.mean(-1).cpu().numpy()
 
 
 def set_hashing(model, n_hashes=None, n_buckets=None, chunk=None):
@@ -87,7 +93,7 @@ def set_hashing(model, n_hashes=None, n_buckets=None, chunk=None):
 
 @torch.no_grad()
 def closeness(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0,
-              random: bool = False) -> dict:  # fmt: skip
+              random: bool = False, per_block: bool = False) -> dict:  # fmt: skip
     """How close LSH attention with ``n_hashes`` rounds comes to full attention in
     the first layer of ``model`` on ``ids`` (B, T), each a mean over tokens and heads:
 
@@ -100,15 +106,17 @@ def closeness(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0,
     ``random=True`` is the control: the same buckets shuffled over the positions
     (per head and round), so every bucket keeps its size but no longer depends on the
     content. Its key sets are still unions over the rounds, so they too grow with the
-    rounds."""
+    rounds. ``per_block=True``: each a numpy array (B,), the mean within each row of
+    ``ids`` (per-example scores for a verdict)."""
     model.eval()
     block = model.blocks[0]
     q, k, v = block.attn.project(block.ln1(model.embed(ids)))
     T = ids.shape[1]
     causal = torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
-    one = torch.zeros_like(q[:, :, None, :, 0], dtype=torch.long)  # one bucket
-    full, w = attention(q, k, v, mask=lsh_counts(one, T, causal) > 0,
-                        return_weights=True)  # fmt: skip
+    eye = torch.eye(T, dtype=torch.bool, device=ids.device)
+    one = causal & ~eye  # one bucket, one chunk: every causal key but oneself...
+    one[0, 0] = True  # ...unless there is no other (what lsh_counts gives)
+    full, w = attention(q, k, v, mask=one, return_weights=True)
     g = torch.Generator().manual_seed(seed)
     b = hash_buckets(q, block.attn.n_buckets, n_hashes, g)  # (B, H, R, T)
     if random:  # a random permutation of the positions per head and round
@@ -116,13 +124,16 @@ def closeness(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0,
     n = lsh_counts(b, block.attn.chunk, causal)
     lsh, _ = attention(q, k, v, mask=n > 0, bias=n.log())
     others = torch.arange(1, T, device=ids.device)  # causal keys, oneself excluded
-    seen = ((n > 0) & ~torch.eye(T, dtype=torch.bool, device=ids.device)).sum(-1)
+    seen = ((n > 0) & ~eye).sum(-1)
     seen = seen[..., 1:]  # the first token has no other key
-    return {
-        "agreement": F.cosine_similarity(lsh, full, dim=-1).mean().item(),
-        "mass": (w * (n > 0)).sum(-1).mean().item(),
-        "keys": (seen / others).mean().item(),
+    out = {
+        "agreement": F.cosine_similarity(lsh, full, dim=-1),  # (B, H, T)
+        "mass": (w * (n > 0)).sum(-1),
+        "keys": seen / others,
     }
+    if per_block:
+        return {k: x.flatten(1).mean(-1).cpu().numpy() for k, x in out.items()}
+    return {k: x.mean().item() for k, x in out.items()}
 
 
 def agreement(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -283,32 +284,64 @@ def epoch_batches(
 
 
 @torch.no_grad()
+def _row_scores(row_sums, counts) -> np.ndarray:
+    """``(R,)`` per-row scores whose mean over rows is the per-token mean
+    (``row_sum · R / total tokens``): what :func:`ptlm_lite.verdict.verdict` takes as
+    per-example scores, so that its interval counts the held-out rows, with the tokens
+    of a row kept together (they share a context, so they are not independent)."""
+    row_sums = np.asarray(row_sums, dtype=float)
+    return row_sums * len(row_sums) / max(1.0, float(np.sum(counts)))
+
+
 def heldout_mlm(
     model, data: dict, corrupt: Callable, *, seed: int = 0, batch_size: int = 64
 ) -> dict:
     """Masked-LM cross-entropy (nats per masked token) and top-1 accuracy of ``model``
     on held-out rows ``data``, masked once with ``seed``: every model is scored on the
     same positions with the same corruption. Returns ``{"loss", "accuracy",
-    "tokens"}``.
+    "tokens", "row_loss", "row_accuracy"}``; ``row_loss`` and ``row_accuracy`` are
+    ``(R,)`` per-row scores whose means are ``loss`` and ``accuracy`` (a row's sum
+    over its masked tokens, scaled by ``R / tokens``): the per-example input of a
+    verdict.
     """
     was_training = model.training
     model.eval()
     device = next(model.parameters(), torch.empty(0)).device
     m = corrupt(data["ids"], generator=torch.Generator().manual_seed(seed))
-    total = hits = count = 0.0
-    for i in range(0, len(m.inputs), batch_size):
-        t = m.targets[i : i + batch_size].to(device)
-        out = model(
-            m.inputs[i : i + batch_size].to(device),
-            valid=data["valid"][i : i + batch_size].to(device),
-        )
-        logits = out.logits[t != -100]  # (N, V)
-        want = t[t != -100]
-        total += float(torch.nn.functional.cross_entropy(logits, want, reduction="sum"))
-        hits += int((logits.argmax(-1) == want).sum())
-        count += len(want)
+    losses, hits, counts = [], [], []
+    with torch.no_grad():
+        for i in range(0, len(m.inputs), batch_size):
+            t = m.targets[i : i + batch_size].to(device)
+            out = model(
+                m.inputs[i : i + batch_size].to(device),
+                valid=data["valid"][i : i + batch_size].to(device),
+            )
+            logits = out.logits[t != -100]  # (N, V), row-major
+            want = t[t != -100]
+            row = (t != -100).nonzero()[:, 0]  # each masked token's row in the batch
+            nll = torch.nn.functional.cross_entropy(logits, want, reduction="none")
+            right = (logits.argmax(-1) == want).double()
+            n = len(t)
+            losses.append(
+                torch.zeros(n, dtype=torch.double).index_add_(
+                    0, row.cpu(), nll.double().cpu()
+                )
+            )
+            hits.append(
+                torch.zeros(n, dtype=torch.double).index_add_(0, row.cpu(), right.cpu())
+            )
+            counts.append((t != -100).sum(1).cpu())
     model.train(was_training)
-    return {"loss": total / count, "accuracy": hits / count, "tokens": int(count)}
+    losses, hits = torch.cat(losses).numpy(), torch.cat(hits).numpy()
+    counts = torch.cat(counts).numpy()
+    count = max(1, int(counts.sum()))
+    return {
+        "loss": float(losses.sum() / count),
+        "accuracy": float(hits.sum() / count),
+        "tokens": int(counts.sum()),
+        "row_loss": _row_scores(losses, counts),
+        "row_accuracy": _row_scores(hits, counts),
+    }
 
 
 def unigram_baseline(
@@ -316,18 +349,22 @@ def unigram_baseline(
 ) -> dict:
     """What a model that ignores the context can do on :func:`heldout_mlm`'s targets:
     the cross-entropy of the training text's token frequencies (add-one smoothed) and
-    the accuracy of always answering the most frequent token.
+    the accuracy of always answering the most frequent token; ``row_loss``: per-row
+    scores as :func:`heldout_mlm`'s.
     """
     V = int(max(int(train_ids.max()), int(data["ids"].max()))) + 1
     ids = train_ids[~torch.isin(train_ids, torch.tensor(sorted(special_ids)))]
     counts = torch.bincount(ids.flatten(), minlength=V).double() + 1.0
     logp = (counts / counts.sum()).log()
     m = corrupt(data["ids"], generator=torch.Generator().manual_seed(seed))
-    want = m.targets[m.targets != -100]
+    chosen = m.targets != -100
+    want = m.targets[chosen]
+    nll = torch.where(chosen, -logp[m.targets.clamp(min=0)], 0.0)  # (R, T)
     return {
         "loss": float(-logp[want].mean()),
         "accuracy": float((want == counts.argmax()).double().mean()),
         "tokens": len(want),
+        "row_loss": _row_scores(nll.sum(1).numpy(), chosen.sum(1).numpy()),
     }
 
 
@@ -379,6 +416,7 @@ def pretrain(
     shape). ``nsp=False`` drops ``nsp_labels`` from the batches (no NSP loss; a
     RoBERTa model has no NSP head). Returns the :class:`~ptlm_lite.train.History`.
     """
+    from ..runtime import train_steps
     from ..train import train
 
     get = batches
@@ -387,6 +425,7 @@ def pretrain(
         def get(step):
             return {k: v for k, v in batches(step).items() if k not in ("nsp_labels",)}
 
+    steps = train_steps(steps)  # PTLM_MAX_STEPS: the schedule fits the capped run
     return train(
         model,
         get,

@@ -181,7 +181,10 @@ def score_names(model: XLNet, ids, at, how: str, mask_id: int = 0) -> dict:
     Returns, per name (means over windows): ``"name nats"`` = -log p(first, second |
     context) as that factorisation gives it, ``"second | first nats"`` (-log p(second
     | first, context); for MLM from the pass with only the second masked), and
-    ``"exact match"`` (both words right, greedy, the second after the guessed first).
+    ``"exact match"`` (both words right, greedy, the second after the guessed first),
+    and the same three per window, for a verdict on the same test windows:
+    ``"name nats per window"``, ``"second | first nats per window"`` and ``"exact
+    match per window"`` (lists of n floats).
     """
     if how not in ("plm", "mlm at once", "mlm left to right"):
         raise ValueError(
@@ -227,4 +230,7 @@ def score_names(model: XLNet, ids, at, how: str, mask_id: int = 0) -> dict:
         "name nats": -name_lp.mean().item(),
         "second | first nats": -second_lp.mean().item(),
         "exact match": right.float().mean().item(),
+        "name nats per window": (-name_lp).tolist(),
+        "second | first nats per window": (-second_lp).tolist(),
+        "exact match per window": right.float().tolist(),
     }
