@@ -309,7 +309,9 @@ def train(
     """
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    steps = train_steps(steps)  # PTLM_MAX_STEPS (a crash test): ptlm_lite.runtime
+    if train_steps(steps) < steps:  # PTLM_MAX_STEPS (a crash test): ptlm_lite.runtime
+        steps = train_steps(steps)
+        warmup = min(warmup, steps - 1)  # a schedule still fits in the capped run
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr!r}")
     if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
