@@ -103,10 +103,15 @@ def main(argv=None) -> int:
         if os.environ.get(var):
             raise SystemExit(f"replicate: unset {var} first")
     todo = [p.resolve() for p in args.notebooks] or chapters()
-    record = load()
+    from filelock import FileLock
+
     for p in todo:
         print(f"replicate: {p.name} with fresh seeds ...", flush=True)
         entry = replicate(p)
+        RECORD.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(RECORD) + ".lock")
+        lock.acquire()  # several runs at once: each re-reads, adds its chapter, writes
+        record = load()
         if not entry["main"]:
             record["chapters"].pop(p.stem, None)
         else:
@@ -124,8 +129,11 @@ def main(argv=None) -> int:
         record["date"] = datetime.date.today().isoformat()
         RECORD.parent.mkdir(parents=True, exist_ok=True)
         tmp = RECORD.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(record, indent=1) + "\n")
-        os.replace(tmp, RECORD)  # never a half-written record
+        try:
+            tmp.write_text(json.dumps(record, indent=1) + "\n")
+            os.replace(tmp, RECORD)  # never a half-written record
+        finally:
+            lock.release()
     return 0
 
 
