@@ -125,7 +125,7 @@ def _is_causal(mask: torch.Tensor) -> bool:
     )
 
 
-def _check_qkv(q, k, v) -> None:
+def check_qkv(q, k, v) -> None:
     """Clear errors for tensors that cannot attend to each other (instead of a shape
     error in torch).
     """
@@ -161,7 +161,7 @@ def attention(
     logits. Returns ``(out, weights)``: out is (B, H, Tq, dh); weights is (B, H, Tq, Tk)
     if ``return_weights`` else None.
     """
-    _check_qkv(q, k, v)
+    check_qkv(q, k, v)
     Tq, Tk = q.shape[-2], k.shape[-2]
     empty_rows = None
     if mask is not None:

@@ -36,7 +36,7 @@ from torch import nn
 
 from . import masks
 from .config import PRESETS, Config, register_preset
-from .layers import ACTIVATIONS, Embeddings
+from .layers import ACTIVATIONS, Embeddings, init_weights
 from .output import IGNORE, Output, cross_entropy
 from .stack import Model, Stack
 
@@ -89,19 +89,6 @@ register_preset("bert-tiny", **{**PRESETS["tiny"], **BERT_FIELDS})
 register_preset("bert-small", **{**PRESETS["small"], **BERT_FIELDS})
 
 
-def init_weights(m: nn.Module) -> None:
-    """BERT's initialisation: N(0, 0.02) for every matrix, zero biases, LayerNorm =
-    identity.
-    """
-    if isinstance(m, (nn.Linear, nn.Embedding)):
-        nn.init.normal_(m.weight, std=0.02)
-    if isinstance(m, nn.Linear) and m.bias is not None:
-        nn.init.zeros_(m.bias)
-    if isinstance(m, nn.LayerNorm):
-        nn.init.ones_(m.weight)
-        nn.init.zeros_(m.bias)
-
-
 class BertEmbeddings(Embeddings):
     """Token + segment + learned position embeddings, then LayerNorm, then dropout.
 
@@ -130,21 +117,30 @@ class Bert(Model):
     T)`` when asked for, else None, and ``layers`` every layer's states when
     ``return_hidden``. ``valid`` (B, T) bool marks real tokens (default: not padding);
     ``mask`` defaults to ``masks.padding_mask(valid)``: only padding is hidden.
+
+    ``embed``: embeddings to share with another model (ELECTRA's generator and
+    discriminator share theirs); they are used as they are, not re-initialised.
     """
 
-    def __init__(self, config: Config, seed: int | None = None):
+    def __init__(
+        self, config: Config, seed: int | None = None, embed: nn.Module | None = None
+    ):
         super().__init__(config, seed)
         if config.n_segment < 1 or config.pos != "learned":
             raise ValueError(
                 "a BERT config needs n_segment >= 1 and pos='learned'; start from "
                 "preset('bert-tiny') or add ptlm_lite.bert.BERT_FIELDS"
             )
-        self.embed = BertEmbeddings(config)
+        self.embed = BertEmbeddings(config) if embed is None else embed
         self.blocks = Stack(config)
         # The pooler: a dense + tanh on the [CLS] vector, trained by NSP, reused by
         # classifiers.
         self.pooler = nn.Linear(config.d_model, config.d_model)
-        self.apply(init_weights)
+        if embed is None:
+            self.apply(init_weights)
+        else:  # shared embeddings keep their weights
+            self.blocks.apply(init_weights)
+            self.pooler.apply(init_weights)
 
     def forward(
         self,
@@ -196,15 +192,17 @@ class MLMHead(nn.Module):
 
     The projection's matrix *is* the token embedding table (``tie_weights``), so an
     input token and the output that predicts it share a vector; only a per-token bias is
-    new.
+    new. With factorised embeddings (``d_embed`` E < d_model D) the dense layer goes
+    down to E, as ALBERT's head does: D -> E -> V.
     """
 
     def __init__(self, config: Config, embedding: nn.Embedding):
         super().__init__()
-        self.dense = nn.Linear(config.d_model, config.d_model)
+        E = config.d_embed or config.d_model
+        self.dense = nn.Linear(config.d_model, E)
         self.act = ACTIVATIONS[config.activation]
-        self.ln = nn.LayerNorm(config.d_model, eps=config.ln_eps)
-        self.decoder = nn.Linear(config.d_model, config.vocab_size)
+        self.ln = nn.LayerNorm(E, eps=config.ln_eps)
+        self.decoder = nn.Linear(E, config.vocab_size)
         if config.tie_weights:
             self.decoder.weight = embedding.weight
 
@@ -271,19 +269,3 @@ class BertForPreTraining(Model):
             extra["nsp_loss"] = cross_entropy(nsp_logits, nsp_labels, name="nsp_labels")
             losses.append(extra["nsp_loss"])
         return Output(logits, sum(losses) if losses else None, attentions, extra)
-
-
-_HEADS = {
-    "BertForSequenceClassification", "BertForSpanExtraction", "BertForMultipleChoice",
-    "best_span", "mean_pool",
-}  # fmt: skip
-
-
-def __getattr__(name: str):
-    # The fine-tuning heads moved to ptlm_lite.heads; ``bert.BertForSpanExtraction``
-    # and ``from ptlm_lite.bert import best_span`` keep working.
-    if name in _HEADS:
-        from . import heads
-
-        return getattr(heads, name)
-    raise AttributeError(f"module 'ptlm_lite.bert' has no attribute {name!r}")

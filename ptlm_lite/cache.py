@@ -332,7 +332,7 @@ def load_checkpoint(
     # entries are always a .json/.safetensors pair
     weights = meta.with_suffix(".safetensors")
     info = _read_meta(meta, weights)
-    model_cls = _import_class(info["model_cls"], allowed_prefixes)
+    model_cls = import_class(info["model_cls"], allowed_prefixes)
     model = model_cls(_config_from_meta(info, allowed_prefixes))
     load_model(model, str(weights), strict=True)
     return model.eval()
@@ -363,7 +363,7 @@ def _config_from_meta(info: dict, allowed_prefixes: tuple[str, ...]):
     Fields added to the class since the entry was written take their defaults (which
     keep old behaviour).
     """
-    config_cls = _import_class(
+    config_cls = import_class(
         info.get("config_cls", DEFAULT_CONFIG_CLS), allowed_prefixes
     )
     if not (isinstance(config_cls, type) and dataclasses.is_dataclass(config_cls)):
@@ -375,7 +375,7 @@ def _config_from_meta(info: dict, allowed_prefixes: tuple[str, ...]):
     return from_dict(info["config"]) if from_dict else config_cls(**info["config"])
 
 
-def _import_class(path: str, allowed_prefixes: tuple[str, ...]) -> type:
+def import_class(path: str, allowed_prefixes: tuple[str, ...]) -> type:
     if not isinstance(path, str) or not any(
         path.startswith(p) for p in allowed_prefixes
     ):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import verdict as V
+from .intervals import contrast
 
 __all__ = ["simulate", "rates", "old_rule"]
 
@@ -82,11 +83,11 @@ def simulate(
         prob = np.clip(p + u + e + gain, 0.0, 1.0)  # (2, S, N); the clip never bites
         right = (g.random(prob.shape) < prob).astype(float)
         if method == "seeds and examples":
-            est, lo, hi, _, _ = V._contrast(list(right), [1, -1], True, 0.95, "ab")
+            est, lo, hi, _, _ = contrast(list(right), [1, -1], True, 0.95, "ab")
             out.append(V.rule(lo, hi, min_effect))
         else:
             acc = right.mean(axis=2)  # (2, S) per-seed accuracies
-            est, lo, hi, _, _ = V._contrast(list(acc), [1, -1], True, 0.95, "ab")
+            est, lo, hi, _, _ = contrast(list(acc), [1, -1], True, 0.95, "ab")
             out.append(old_rule(lo, hi, min_effect))
     return out
 

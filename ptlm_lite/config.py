@@ -56,7 +56,7 @@ class Config:
     # False: post-LN as in Vaswani et al. (2017); True: pre-LN as in GPT-2
     pre_norm: bool = False
     tie_weights: bool = True  # share the embedding matrix with the output projection
-    pos: str = "sinusoidal"  # "sinusoidal" (fixed) or "learned" position embeddings
+    pos: str = "sinusoidal"  # "sinusoidal" (fixed), "learned", or "none" (T5: a bias)
     # feed-forward non-linearity: "relu" (Transformer), "gelu" (BERT), "gelu_tanh" (GPT)
     activation: str = "relu"
     ln_eps: float = 1e-5  # LayerNorm epsilon (BERT uses 1e-12)
@@ -87,7 +87,7 @@ class Config:
         "n_segment": ">= 0",
         "pad_id": ">= 0",
         "d_embed": ">= 0",
-        "pos": ("sinusoidal", "learned"),
+        "pos": ("sinusoidal", "learned", "none"),
         "activation": ("relu", "gelu", "gelu_tanh"),
     }
 

@@ -37,6 +37,7 @@ from typing import Iterable, Sequence
 import torch
 
 from .data.batching import encode_pair
+from .output import IGNORE  # the book's one ignore index (-100)
 
 __all__ = [
     "Masked",
@@ -53,8 +54,6 @@ __all__ = [
     "pack_pairs",
 ]
 
-# targets at positions that do not count (PyTorch's cross-entropy default)
-IGNORE = -100
 # What happened to each position (Masked.action): not selected, or selected and then ...
 UNSELECTED, MASKED, RANDOM, UNCHANGED = 0, 1, 2, 3
 
@@ -78,7 +77,7 @@ class Masked:
     action: torch.Tensor
 
 
-def _check_generator(generator):
+def check_generator(generator):
     if not isinstance(generator, torch.Generator):
         raise TypeError(
             f"generator must be a torch.Generator (e.g. "
@@ -88,7 +87,7 @@ def _check_generator(generator):
         )
 
 
-def _check_ids(ids, vocab_size=None) -> torch.Tensor:
+def check_corruption_ids(ids, vocab_size=None) -> torch.Tensor:
     if (
         not isinstance(ids, torch.Tensor)
         or ids.dtype not in (torch.int64, torch.int32)
@@ -118,7 +117,7 @@ def can_mask(ids: torch.Tensor, special_ids: Iterable[int]) -> torch.Tensor:
     """``(B, T)`` bool: True where the token may be chosen (not [CLS], [SEP], [PAD],
     ...).
     """
-    ids = _check_ids(ids)
+    ids = check_corruption_ids(ids)
     special = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=ids.dtype)
     return ~torch.isin(ids, special)
 
@@ -132,7 +131,7 @@ def select_tokens(
 
     ``maskable``: ``(B, T)`` bool. Returns ``(B, T)`` bool, a subset of ``maskable``.
     """
-    _check_generator(generator)
+    check_generator(generator)
     if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
         raise ValueError(f"p (the masking probability) must be in [0, 1], got {p!r}")
     if (
@@ -170,8 +169,8 @@ def replace_selected(
     vocabulary; :func:`mlm_mask` passes the non-special tokens, so a stray [PAD] never
     appears mid-sentence).
     """
-    _check_generator(generator)
-    ids = _check_ids(ids, vocab_size)
+    check_generator(generator)
+    ids = check_corruption_ids(ids, vocab_size)
     if (
         not isinstance(selected, torch.Tensor)
         or selected.dtype != torch.bool
@@ -239,7 +238,7 @@ def mlm_mask(
     replacement but choose positions another way (whole words, spans, entities); special
     tokens are never selected either way.
     """
-    ids = _check_ids(ids, vocab_size)
+    ids = check_corruption_ids(ids, vocab_size)
     special = sorted(set(int(i) for i in special_ids))
     maskable = can_mask(ids, special)
     if not bool(maskable.any()):
@@ -304,7 +303,7 @@ def nsp_pairs(
     same document; otherwise it is a random segment from a *different* document (BERT's
     recipe; the ALBERT chapter argues this makes NSP mostly a topic test).
     """
-    _check_generator(generator)
+    check_generator(generator)
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
     if not 0.0 <= p_random <= 1.0:

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention, _check_qkv, attention
+from .attention import MultiHeadAttention, check_qkv, attention
 
 __all__ = [
     "local_mask", "dilated_mask", "strided_mask", "block_mask", "global_mask",
@@ -149,7 +149,7 @@ def bucket_mask(buckets: torch.Tensor, causal: bool = False) -> torch.Tensor:
 
 
 def _length(q, k, v):  # the fast forms are self-attention: q, k, v all (B, H, T, d)
-    _check_qkv(q, k, v)
+    check_qkv(q, k, v)
     if q.shape[2] != k.shape[2]:
         raise ValueError(f"q has {q.shape[2]} positions but k {k.shape[2]}")
     return q.shape[2]

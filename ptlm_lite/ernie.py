@@ -34,7 +34,7 @@ from typing import Iterable, Sequence
 
 import torch
 
-from .corrupt import Masked, _check_generator, _check_ids, can_mask, mlm_mask
+from .corrupt import Masked, check_generator, check_corruption_ids, can_mask, mlm_mask
 
 __all__ = [
     "LEVELS",
@@ -86,7 +86,7 @@ def select_units(
     that is a unit alone. A unit must not cover an unmaskable position. The draw at a
     unit's first token decides for all of it, so a unit is never half chosen.
     """
-    _check_generator(generator)
+    check_generator(generator)
     if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
         raise ValueError(f"p (the masking probability) must be in [0, 1], got {p!r}")
     if not isinstance(maskable, torch.Tensor) or maskable.dtype != torch.bool:
@@ -135,7 +135,7 @@ def knowledge_mask(
     ``p``); phrase or entity ids from :func:`token_units` give the other two. Returns a
     :class:`~ptlm_lite.corrupt.Masked`; ``ids`` and ``units`` are never modified.
     """
-    ids = _check_ids(ids, vocab_size)
+    ids = check_corruption_ids(ids, vocab_size)
     special = sorted(set(int(i) for i in special_ids))
     selected = select_units(can_mask(ids, special), units, p, generator=generator)
     return mlm_mask(
@@ -168,7 +168,7 @@ def dialogue_example(
     0 = real). The roles go where BERT puts segment ids: the dialogue embedding *is* a
     segment table with a role per row. Returns ``ids``, ``roles`` (lists) and ``label``.
     """
-    _check_generator(generator)
+    check_generator(generator)
     if len(turns) < 2 or len(turns) != len(speakers):
         raise ValueError(
             f"turns and speakers must have the same length, at least 2; got "

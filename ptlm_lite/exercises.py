@@ -30,7 +30,7 @@ is shown once the reader has it right::
     ask("why divide by √d", answer)
 
 Each chapter's exercises and questions are registered by its own module,
-``ptlm_lite/exercise_sets/<chapter>.py``, with :func:`_exercise` and :func:`_question`;
+``ptlm_lite/exercise_sets/<chapter>.py``, with :func:`register_exercise` and :func:`register_question`;
 they load on first use (:func:`load_all`).
 
 Introduced in ``chapters/transformer.ipynb``; every chapter's exercises use it.
@@ -38,15 +38,22 @@ Introduced in ``chapters/transformer.ipynb``; every chapter's exercises use it.
 
 from __future__ import annotations
 
-import copy
 import functools
 import html
 import importlib
-import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-import torch
+
+from .exercise_compare import (
+    copy_answer,
+    describe,
+    difference,
+    is_stub_value,
+    same,
+    show,
+    unchanged,
+)
 
 __all__ = [
     "check",
@@ -60,6 +67,10 @@ __all__ = [
     "show_solution",
     "explanation",
     "verify",
+    "register_exercise",
+    "register_question",
+    "describe",
+    "is_stub_value",
     "NOT_ATTEMPTED",
     "RIGHT",
     "WRONG",
@@ -109,157 +120,6 @@ class Result:
 
 
 # ----------------------------------------------------------------------------------
-# Comparing answers
-
-
-def _same(a, b, atol: float) -> bool:
-    if isinstance(b, torch.Tensor):
-        if not isinstance(a, torch.Tensor) or a.shape != b.shape:
-            return False
-        if b.dtype == torch.bool or not b.is_floating_point():
-            return a.dtype == b.dtype and torch.equal(a, b)
-        return a.is_floating_point() and torch.allclose(
-            a.float(), b.float(), atol=atol, rtol=1e-4
-        )
-    if isinstance(b, float):
-        return isinstance(a, (int, float)) and math.isclose(
-            a, b, rel_tol=1e-4, abs_tol=atol
-        )
-    if isinstance(b, (tuple, list)):
-        return (
-            isinstance(a, (tuple, list))
-            and len(a) == len(b)
-            and all(_same(x, y, atol) for x, y in zip(a, b))
-        )
-    if isinstance(b, dict):
-        return (
-            isinstance(a, dict)
-            and a.keys() == b.keys()
-            and all(_same(a[k], b[k], atol) for k in b)
-        )
-    return a == b
-
-
-def _unchanged(before, after) -> bool:
-    """Whether every tensor in ``after`` still equals its copy in ``before`` (other
-    objects: assumed so).
-    """
-    if isinstance(before, torch.Tensor):
-        return (
-            isinstance(after, torch.Tensor)
-            and before.shape == after.shape
-            and torch.equal(before, after)
-        )
-    if isinstance(before, (tuple, list)):
-        return len(before) == len(after) and all(
-            _unchanged(x, y) for x, y in zip(before, after)
-        )
-    if isinstance(before, dict):
-        return all(_unchanged(v, after.get(k)) for k, v in before.items())
-    return True
-
-
-def _copy(x):
-    try:
-        return copy.deepcopy(x)
-    # an argument that cannot be copied is shared (and then cannot be checked)
-    except Exception:
-        return x
-
-
-def _what(x) -> str:
-    """A tensor's shape and dtype, or the type of anything else: what an answer is."""
-    if isinstance(x, torch.Tensor):
-        return f"tensor{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}"
-    return type(x).__name__
-
-
-def _show(x, short: bool = False) -> str:
-    """A readable value; with ``short``, a tensor of more than 16 entries is only its
-    shape and dtype.
-    """
-    if isinstance(x, torch.Tensor):
-        if short and x.numel() > 9:
-            return _what(x)
-        s = repr(x.tolist())
-    elif isinstance(x, (tuple, list)):
-        inner = ", ".join(_show(y, short) for y in x)
-        s = (
-            f"[{inner}]"
-            if isinstance(x, list)
-            else f"({inner}{',' if len(x) == 1 else ''})"
-        )
-    elif isinstance(x, torch.nn.Module):
-        s = type(x).__name__
-    elif isinstance(x, float):
-        s = f"{x:.1f}" if x.is_integer() else f"{x:.6g}"
-    else:
-        s = repr(x)
-    return s if len(s) < 200 else s[:200] + " ..."
-
-
-def _difference(got, want, atol: float) -> str:
-    """What differs between ``got`` and ``want``, in a few words."""
-    if isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor):
-        if got.shape != want.shape:
-            return f"expected shape {tuple(want.shape)}, got {tuple(got.shape)}"
-        if want.dtype == torch.bool or not want.is_floating_point():
-            if got.dtype != want.dtype:
-                return f"expected dtype {want.dtype}, got {got.dtype}"
-            bad = got != want
-        elif not got.is_floating_point():
-            return f"expected a floating-point tensor ({want.dtype}), got {got.dtype}"
-        else:
-            g, w = got.float(), want.float()
-            bad = ~torch.isclose(g, w, atol=atol, rtol=1e-4, equal_nan=False) & ~(
-                (g == w) & torch.isinf(w)
-            )
-        if want.numel() <= 9:
-            return f"expected {_show(want)}, got {_show(got)}"
-        where = tuple(int(i) for i in bad.nonzero()[0])
-        return (
-            f"{int(bad.sum())} of {want.numel()} entries differ; the first at {where}: "
-            f"expected {_show(want[where].item())}, got {_show(got[where].item())}"
-        )
-    if isinstance(want, torch.Tensor) != isinstance(got, torch.Tensor) or (
-        isinstance(want, float) and not isinstance(got, (int, float))
-    ):
-        return f"expected a {type(want).__name__} {_show(want, True)}, got a {type(got).__name__} {_show(got, True)}"
-    if isinstance(want, dict) and isinstance(got, dict) and got.keys() == want.keys():
-        # None: not measured
-        bad = [
-            k for k in want if not _same(got[k], want[k], atol) and got[k] is not None
-        ]
-        tol = (
-            f" (fractions must match within {atol})"
-            if any(isinstance(want[k], float) for k in bad)
-            else ""
-        )
-        return (
-            "; ".join(
-                f"{k}: expected {_show(want[k])}, got {_show(got[k])}" for k in bad
-            )
-            + tol
-        )
-    if (
-        isinstance(want, (tuple, list))
-        and isinstance(got, (tuple, list))
-        and len(got) == len(want)
-        and type(got) is type(want)
-    ):
-        return "; ".join(
-            f"item {i}: {_difference(g, w, atol)}"
-            for i, (g, w) in enumerate(zip(got, want))
-            if not _same(g, w, atol)
-        )
-    return f"expected {_show(want)}, got {_show(got)}"
-
-
-def _is_stub_value(x) -> bool:
-    return x is None or x is Ellipsis
-
-
-# ----------------------------------------------------------------------------------
 # The exercises of the book: name -> reference, cases, and where the solution lives
 
 
@@ -285,7 +145,7 @@ class Exercise:
 EXERCISES: dict[str, Exercise] = {}
 
 
-def _exercise(name, chapter, solution, atol=1e-5, call=None):
+def register_exercise(name, chapter, solution, atol=1e-5, call=None):
     def register(make):  # make() -> (reference, cases); built once, on first use
         make = functools.lru_cache(maxsize=None)(make)
 
@@ -348,7 +208,7 @@ def check(
         reference, cases, call = spec.reference, spec.cases(), spec.call
         atol = spec.atol if atol is None else atol
     atol = 1e-5 if atol is None else atol
-    if _is_stub_value(candidate):
+    if is_stub_value(candidate):
         return _not_attempted(
             exercise, "it is `...`" if candidate is Ellipsis else "it is None"
         )
@@ -364,8 +224,8 @@ def check(
         raise ValueError("cases must hold at least one tuple of arguments")
     for case in cases:
         args = case if isinstance(case, tuple) else (case,)
-        want = call(reference, *_copy(args))
-        given = _copy(args)
+        want = call(reference, *copy_answer(args))
+        given = copy_answer(args)
         try:
             got = call(candidate, *given)
         except NotImplementedError:
@@ -376,31 +236,31 @@ def check(
                 False,
                 True,
                 f"✗ {exercise}: raised {type(e).__name__}: {e} for arguments "
-                f"{_show(args, True)}",
+                f"{show(args, True)}",
             )
-        if _is_stub_value(got) and not _is_stub_value(want):
+        if is_stub_value(got) and not is_stub_value(want):
             return _not_attempted(
                 exercise,
                 "it returns `...`"
                 if got is Ellipsis
                 else "it returns None; if you wrote code, is a `return` missing?",
             )
-        if not _same(got, want, atol):
+        if not same(got, want, atol):
             return Result(
                 exercise,
                 False,
                 True,
-                f"✗ {exercise}: wrong for arguments {_show(args, True)}: "
-                f"{_difference(got, want, atol)}",
+                f"✗ {exercise}: wrong for arguments {show(args, True)}: "
+                f"{difference(got, want, atol)}",
             )
-        if not _unchanged(args, given):
+        if not unchanged(args, given):
             return Result(
                 exercise,
                 False,
                 True,
                 f"✗ {exercise}: right value, but it changed its arguments in "
                 f"place for "
-                f"{_show(args, True)}; "
+                f"{show(args, True)}; "
                 "work on a copy (e.g. `x.clone()`) or use out-of-place "
                 "operations",
             )
@@ -505,7 +365,7 @@ class Question:
 QUESTIONS: dict[str, Question] = {}
 
 
-def _question(name, chapter, question, choices, answer):
+def register_question(name, chapter, question, choices, answer):
     QUESTIONS[name] = Question(name, chapter, question, tuple(choices), answer)
 
 
@@ -570,7 +430,7 @@ def ask(
         )
     letters = [_letter(i) for i in range(len(q.choices))]
     shown = "\n".join([q.question, *(f"{l}. {c}" for l, c in zip(letters, q.choices))])
-    if _is_stub_value(candidate):
+    if is_stub_value(candidate):
         return Result(
             name,
             False,

@@ -41,6 +41,8 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .metrics import is_constant, macro_f1, scores
+
 __all__ = [
     "encoder_batch",
     "decoder_batch",
@@ -53,6 +55,9 @@ __all__ = [
     "macro_f1",
     "is_constant",
     "run",
+    "seed_runs",
+    "runs_table",
+    "split_examples",
     "per_example",
     "summarize",
 ]
@@ -71,7 +76,9 @@ def _kind(task) -> str:
     return kind
 
 
-def _examples(task, examples):
+def split_examples(task, examples):
+    """``task``'s ``"train"`` or ``"test"`` split, or ``examples`` itself (a non-empty
+    list of example dicts)."""
     if isinstance(examples, str):
         if examples not in ("train", "test"):
             raise ValueError(
@@ -97,7 +104,7 @@ def encoder_batch(task, examples, tokenizer, max_len: int = 64) -> dict:
     """
     from .data import encode_pair, pad_sequences
 
-    kind, examples = _kind(task), _examples(task, examples)
+    kind, examples = _kind(task), split_examples(task, examples)
     sp = tokenizer.special_ids
     cls, sep, pad = sp["cls"], sp["sep"], sp["pad"]
     if kind == "single":
@@ -147,7 +154,7 @@ def decoder_batch(task, examples, tokenizer, prefix_space: bool = True) -> dict:
     ``forward``.
     """
     collate_task, task_inputs = _gpt_transformations()
-    kind, examples = _kind(task), _examples(task, examples)
+    kind, examples = _kind(task), split_examples(task, examples)
     sp = tokenizer.special_ids
     start, delim, extract = sp.get("bos", sp["cls"]), sp["sep"], sp["cls"]
 
@@ -277,50 +284,6 @@ def finetune(
     return train(model, batch, steps=steps, lr=lr, seed=seed, **{**kw, **train_kw})
 
 
-def is_constant(predictions) -> bool:
-    """True if every prediction is the same class: the model learned the label
-    frequencies only.
-    """
-    values = np.asarray(predictions).ravel()
-    return len(values) > 0 and bool((values == values[0]).all())
-
-
-def macro_f1(predictions, labels) -> float:
-    """The mean over classes of each class's F1 (the harmonic mean of its precision and
-    recall), over the classes that occur in ``labels`` or ``predictions``
-    (scikit-learn's convention; a class never predicted has F1 = 0). A constant
-    predictor on K balanced classes gets 2 / (K + 1) / K.
-    """
-    p, y = np.asarray(predictions).ravel(), np.asarray(labels).ravel()
-    if p.shape != y.shape or len(y) == 0:
-        raise ValueError(
-            f"predictions and labels must be non-empty and of one length, got "
-            f"{p.shape}, {y.shape}"
-        )
-    f1 = []
-    for c in np.union1d(p, y):
-        tp = np.sum((p == c) & (y == c))
-        denom = np.sum(p == c) + np.sum(y == c)  # 2·TP + FP + FN
-        f1.append(2 * tp / denom if denom else 0.0)
-    return float(np.mean(f1))
-
-
-def scores(predictions, labels, n_labels: int | None = None) -> dict:
-    """``{"accuracy", "macro_f1", "constant"}`` of ``predictions`` against
-    ``labels``."""
-    p, y = np.asarray(predictions).ravel(), np.asarray(labels).ravel()
-    if n_labels is not None and len(p) and (p.min() < 0 or p.max() >= n_labels):
-        raise ValueError(
-            f"predictions must be in [0, {n_labels}), got values in [{p.min()}, "
-            f"{p.max()}]"
-        )
-    return {
-        "accuracy": float(np.mean(p == y)),
-        "macro_f1": macro_f1(p, y),
-        "constant": is_constant(p),
-    }
-
-
 @torch.no_grad()
 def evaluate(model, batch: dict, chunk: int = 256) -> dict:
     """Score ``model`` on ``batch`` (with ``labels``): ``{"accuracy", "macro_f1",
@@ -384,7 +347,7 @@ def _baselines(task, surface: bool) -> list[dict]:
     return rows
 
 
-def _runs(
+def seed_runs(
     task, make_model, seeds, batches_for, score, steps, batch_size, lr, device, progress
 ) -> list[dict]:
     """The loop that :func:`run` and :func:`ptlm_lite.spans.run_spans` share: for every
@@ -469,7 +432,7 @@ def run(
         result = evaluate(model, test_batch)
         return {k: result[k] for k in ("accuracy", "macro_f1", "constant", "correct")}
 
-    rows = _runs(
+    rows = seed_runs(
         task,
         make_model,
         seeds,
@@ -482,10 +445,10 @@ def run(
         progress,
     )
     rows += [{**r, "seed": None} for r in _baselines(task, surface)]
-    return _table(rows, task, steps)
+    return runs_table(rows, task, steps)
 
 
-def _table(rows: list[dict], task, steps: int):
+def runs_table(rows: list[dict], task, steps: int):
     """The runs and baselines of :func:`run` or :func:`~ptlm_lite.spans.run_spans` as
     one DataFrame, with the task and its sizes in ``attrs``."""
     import pandas as pd

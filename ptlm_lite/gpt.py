@@ -39,7 +39,7 @@ from torch import nn
 from . import masks
 from .config import Config, preset, register_preset
 from .generate import generate
-from .layers import Embeddings
+from .layers import Embeddings, init_weights
 from .output import IGNORE, Output, cross_entropy
 from .stack import Model, Stack
 
@@ -140,14 +140,20 @@ class GPT(Model):
             if config.pre_norm
             else nn.Identity()
         )
-        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        E = config.d_embed or config.d_model
+        # factorised embeddings (d_embed < d_model): the tied head goes back down to E
+        # first (D -> E -> V), as the embeddings went up (V -> E -> D)
+        self.head_proj = (
+            nn.Linear(config.d_model, E, bias=False) if E != config.d_model else None
+        )
+        self.head = nn.Linear(E, config.vocab_size, bias=False)
         if config.tie_weights:
             # the input embedding is the output matrix
             self.head.weight = self.embed.tok.weight
         # built on device "meta" to count parameters:
         if self.head.weight.is_meta:
             return  # there is nothing to initialise
-        self.apply(self._init)
+        self.apply(init_weights)  # N(0, 0.02), as in both papers
         # GPT-2: scale the residual branches' output projections by 1/√(2·n_layer)
         if config.pre_norm:
             for block in self.blocks:
@@ -155,13 +161,6 @@ class GPT(Model):
                     nn.init.normal_(
                         proj.weight, std=0.02 / math.sqrt(2 * config.n_layer)
                     )
-
-    @staticmethod
-    def _init(m):
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(m.weight, std=0.02)  # N(0, 0.02), as in both papers
-        if isinstance(m, nn.Linear) and m.bias is not None:
-            nn.init.zeros_(m.bias)
 
     def new_cache(self) -> list[dict]:
         """An empty key/value cache: one dict per layer, filled by ``forward(...,
@@ -198,7 +197,9 @@ class GPT(Model):
             return_hidden=return_hidden,
         )
         x = self.ln_f(out.x)
-        logits = self.head(x)  # (B, T, V)
+        logits = self.head(
+            x if self.head_proj is None else self.head_proj(x)
+        )  # (B, T, V)
         loss = None if targets is None else cross_entropy(logits, targets)
         return Output(logits, loss, out.attentions, {"hidden": x}, out.hidden)
 

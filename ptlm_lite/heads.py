@@ -9,7 +9,9 @@ adds as little as possible: a linear layer on the pooled ``[CLS]`` for sentences
 pairs, two vectors that score every token as the start or the end of an answer span
 (SQuAD), and one vector that scores each (context, choice) pair (SWAG).
 ``from_pretrained`` puts a fresh head on a copy of any model of the BERT family that
-has a ``.bert`` encoder (BERT, BERT-WWM, ERNIE, SpanBERT, RoBERTa).
+has a ``.bert`` encoder (BERT, BERT-WWM, ERNIE, SpanBERT, RoBERTa). A head built on an
+encoder itself (``BertForSequenceClassification(bert, n_labels=3)``) shares it, not a
+copy: :class:`MultiTask` puts several heads on one encoder (MT-DNN, ERNIE 2.0).
 
 Chapter: ``chapters/bert.ipynb``; the fine-tuning loops are :mod:`ptlm_lite.finetune`
 and :mod:`ptlm_lite.spans`.
@@ -26,6 +28,7 @@ from .output import Output, cross_entropy
 from .stack import Model
 
 __all__ = [
+    "MultiTask",
     "BertForSequenceClassification",
     "BertForSpanExtraction",
     "BertForMultipleChoice",
@@ -35,9 +38,15 @@ __all__ = [
 
 
 class _FineTuned(Model):
-    """A task head on a (pre-trained) :class:`Bert`; ``from_pretrained`` copies the
-    encoder.
+    """A task head on a (pre-trained) :class:`Bert`: built from a config (a new
+    encoder), on an encoder (shared, not copied: ``bert`` or any model with a ``.bert``)
+    or ``from_pretrained`` (a copy).
     """
+
+    def __init__(self, encoder, seed: int | None = None):
+        config = encoder if isinstance(encoder, Config) else _encoder(encoder).config
+        super().__init__(config, seed)
+        self.bert = Bert(config) if isinstance(encoder, Config) else _encoder(encoder)
 
     @classmethod
     def from_pretrained(cls, pretrained: nn.Module, **kwargs):
@@ -58,10 +67,10 @@ class BertForSequenceClassification(_FineTuned):
     n_labels)``.
     """
 
-    def __init__(self, config: Config, n_labels: int = 2, seed: int | None = None):
+    def __init__(self, config, n_labels: int = 2, seed: int | None = None):
         super().__init__(config, seed)
+        config = self.config
         self.n_labels = n_labels
-        self.bert = Bert(config)
         self.drop = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(config.d_model, n_labels)
         self.classifier.apply(init_weights)
@@ -88,9 +97,9 @@ class BertForSpanExtraction(_FineTuned):
     and ``end_logits`` ``(B, T)``, -inf on padding.
     """
 
-    def __init__(self, config: Config, seed: int | None = None):
+    def __init__(self, config, seed: int | None = None):
         super().__init__(config, seed)
-        self.bert = Bert(config)
+        config = self.config
         self.span = nn.Linear(config.d_model, 2)  # rows: S and E
         self.span.apply(init_weights)
 
@@ -150,9 +159,9 @@ class BertForMultipleChoice(_FineTuned):
     C, T)`` -> logits ``(B, C)``.
     """
 
-    def __init__(self, config: Config, seed: int | None = None):
+    def __init__(self, config, seed: int | None = None):
         super().__init__(config, seed)
-        self.bert = Bert(config)
+        config = self.config
         self.drop = nn.Dropout(config.dropout)
         self.score = nn.Linear(config.d_model, 1)
         self.score.apply(init_weights)
@@ -174,6 +183,48 @@ class BertForMultipleChoice(_FineTuned):
         logits = self.score(self.drop(pooled)).view(B, C)
         loss = None if labels is None else cross_entropy(logits, labels, name="labels")
         return Output(logits, loss, attentions)
+
+
+def _encoder(source) -> Bert:
+    encoder = getattr(source, "bert", source)
+    if not isinstance(encoder, Bert):
+        raise TypeError(
+            "a head takes a Config (a new encoder), a Bert encoder or a model with a "
+            f".bert encoder, got {type(source).__name__}"
+        )
+    return encoder
+
+
+class MultiTask(nn.Module):
+    """Several task heads on one encoder (MT-DNN's shared layers, ERNIE 2.0's tasks).
+
+    ``MultiTask(bert, {"nli": BertForSequenceClassification(bert, n_labels=3), "qa":
+    BertForSpanExtraction(bert)})``: every head must be built on ``bert`` itself, so
+    one update through any head changes the encoder they all read.
+    ``forward(task, **batch)`` runs that task's head: ``model("nli", ids=..., labels=...)``.
+    """
+
+    def __init__(self, encoder, heads: dict):
+        super().__init__()
+        self.encoder = _encoder(encoder)
+        if not isinstance(heads, dict) or not heads:
+            raise TypeError("heads must be a non-empty dict {task name: head}")
+        for name, head in heads.items():
+            if getattr(head, "bert", None) is not self.encoder:
+                raise ValueError(
+                    f"heads[{name!r}] does not share the encoder: build it on the "
+                    f"encoder itself, e.g. BertForSequenceClassification(encoder, ...)"
+                )
+        self.heads = nn.ModuleDict(heads)
+
+    @property
+    def config(self):
+        return self.encoder.config
+
+    def forward(self, task: str, **batch) -> Output:
+        if task not in self.heads:
+            raise ValueError(f"task={task!r} is not one of {list(self.heads)}")
+        return self.heads[task](**batch)
 
 
 def mean_pool(hidden, valid):

@@ -23,6 +23,7 @@ from .attention import Dropout, MultiHeadAttention
 from .config import Config
 
 __all__ = [
+    "init_weights",
     "sinusoidal_positions",
     "check_ids",
     "Embeddings",
@@ -38,6 +39,21 @@ ACTIVATIONS = {
     # GPT, GPT-2: the tanh approximation
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
 }
+
+
+def init_weights(m: nn.Module) -> None:
+    """The book's one initialiser (GPT's and BERT's, as in nanoGPT's
+    ``_init_weights``): N(0, 0.02) for every matrix and embedding, zero biases,
+    LayerNorm = identity. Apply it with ``model.apply(init_weights)``; a model with its
+    own scheme (the 2017 Transformer's Xavier) says so where it is built.
+    """
+    if isinstance(m, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(m.weight, std=0.02)
+    if isinstance(m, nn.Linear) and m.bias is not None:
+        nn.init.zeros_(m.bias)
+    if isinstance(m, nn.LayerNorm):
+        nn.init.ones_(m.weight)
+        nn.init.zeros_(m.bias)
 
 
 def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:
@@ -87,7 +103,9 @@ class Embeddings(nn.Module):
     ``scale=True`` multiplies token embeddings by √d_model, as the 2017 Transformer does
     so that they are not drowned by the fixed-size sinusoids. ``config.d_embed``
     (ALBERT, ELECTRA) makes the tables narrower than the model, ``d_embed < d_model``,
-    and adds one projection up to d_model.
+    and adds one projection up to d_model. ``config.pos = "none"`` adds no positions
+    (T5 gives them to attention as a bias); ``forward(..., positions=)`` takes each
+    token's position explicitly, ``(T,)`` or ``(B, T)``, instead of ``offset + 0..T-1``.
     """
 
     def __init__(self, config: Config, scale: bool = False):
@@ -97,7 +115,7 @@ class Embeddings(nn.Module):
         self.tok = nn.Embedding(config.vocab_size, E)
         if config.pos == "learned":
             self.pos = nn.Embedding(config.max_len, E)
-        else:
+        elif config.pos == "sinusoidal":
             self.register_buffer(
                 "pe", sinusoidal_positions(config.max_len, E), persistent=False
             )
@@ -107,21 +125,29 @@ class Embeddings(nn.Module):
         self.drop = Dropout(config.dropout)
 
     def forward(
-        self, ids: torch.Tensor, segments: torch.Tensor | None = None, offset: int = 0
+        self,
+        ids: torch.Tensor,
+        segments: torch.Tensor | None = None,
+        offset: int = 0,
+        positions: torch.Tensor | None = None,
     ):
         check_ids(ids, self.config.vocab_size)
         B, T = ids.shape
-        if offset + T > self.config.max_len:
-            raise ValueError(
-                f"sequence of length {offset + T} is longer than "
-                f"max_len={self.config.max_len}: "
-                f"truncate the input or build the model with a larger max_len"
-            )
-        positions = torch.arange(offset, offset + T, device=ids.device)
+        if positions is None:
+            if offset + T > self.config.max_len:
+                raise ValueError(
+                    f"sequence of length {offset + T} is longer than "
+                    f"max_len={self.config.max_len}: "
+                    f"truncate the input or build the model with a larger max_len"
+                )
+            positions = torch.arange(offset, offset + T, device=ids.device)
+        else:
+            positions = self._check_positions(positions, ids)
         x = self.tok(ids) * self.scale
-        x = x + (
-            self.pos(positions) if self.config.pos == "learned" else self.pe[positions]
-        )
+        if self.config.pos == "learned":
+            x = x + self.pos(positions)
+        elif self.config.pos == "sinusoidal":
+            x = x + self.pe[positions]
         if self.seg is not None:
             if segments is None:
                 segments = torch.zeros_like(ids)
@@ -141,6 +167,30 @@ class Embeddings(nn.Module):
         if self.proj is not None:
             x = self.proj(x)
         return self.drop(x)  # (B, T, D)
+
+    def _check_positions(self, positions, ids):
+        ok = isinstance(positions, torch.Tensor) and positions.dtype in (
+            torch.int64,
+            torch.int32,
+        )
+        if not ok or positions.shape not in (ids.shape, ids.shape[1:]):
+            raise ValueError(
+                f"positions must be an integer tensor of shape {tuple(ids.shape[1:])} "
+                f"or {tuple(ids.shape)}, got "
+                + (
+                    f"{positions.dtype} {tuple(positions.shape)}"
+                    if isinstance(positions, torch.Tensor)
+                    else type(positions).__name__
+                )
+            )
+        if positions.numel() and (
+            int(positions.min()) < 0 or int(positions.max()) >= self.config.max_len
+        ):
+            raise ValueError(
+                f"positions must be in [0, max_len={self.config.max_len}), got values "
+                f"in [{int(positions.min())}, {int(positions.max())}]"
+            )
+        return positions.long()
 
 
 class FeedForward(nn.Module):
@@ -175,8 +225,9 @@ class Block(nn.Module):
     * ``cache``: keys/values kept between generation steps (see
       :class:`MultiHeadAttention`).
 
-    The attention and norm classes are arguments: T5 passes ``nn.RMSNorm``,
-    Transformer-XL a subclass of :class:`MultiHeadAttention` with relative positions.
+    The attention, norm and feed-forward classes are arguments: T5 passes
+    ``nn.RMSNorm``, Transformer-XL a subclass of :class:`MultiHeadAttention` with
+    relative positions, a gated or factorised feed-forward its own ``ff(config)``.
     """
 
     def __init__(
@@ -185,6 +236,7 @@ class Block(nn.Module):
         cross: bool = False,
         attention: type = MultiHeadAttention,
         norm: type = nn.LayerNorm,
+        ff: type = FeedForward,
     ):
         super().__init__()
         D, eps = config.d_model, config.ln_eps
@@ -193,7 +245,7 @@ class Block(nn.Module):
         self.ln1 = norm(D, eps=eps)
         self.cross = attention(D, config.n_head, config.dropout) if cross else None
         self.ln_cross = norm(D, eps=eps) if cross else None
-        self.ff = FeedForward(config)
+        self.ff = ff(config)
         self.ln2 = norm(D, eps=eps)
         self.drop = Dropout(config.dropout)
 

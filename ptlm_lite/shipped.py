@@ -81,7 +81,7 @@ def load(name: str) -> Shipped:
     its tokenizer and its JSON; the weights' SHA-256 is checked against the JSON."""
     from safetensors.torch import load_model
 
-    from .cache import _import_class, file_sha256
+    from .cache import import_class, file_sha256
     from .config import Config
     from .data.tokenizer import Tokenizer
 
@@ -92,7 +92,7 @@ def load(name: str) -> Shipped:
             f"{weights.name} does not match the SHA-256 in {name}.json: retrain it "
             f"with `{meta['command']}`"
         )
-    model_cls = _import_class(meta["model_cls"], ("ptlm_lite.",))
+    model_cls = import_class(meta["model_cls"], ("ptlm_lite.",))
     model = model_cls(Config.from_dict(meta["config"]))
     load_model(model, str(weights), strict=True)  # fp16 on disk, copied into fp32
     tok = Tokenizer.load(FOLDER / meta["tokenizer"]["file"])

@@ -30,7 +30,7 @@ from torch import nn
 
 from .bert import BertForPreTraining, init_weights
 from .corrupt import MASKED, RANDOM, UNCHANGED, UNSELECTED, Masked, can_mask
-from .corrupt import _check_generator, _check_ids
+from .corrupt import check_generator, check_corruption_ids
 from .layers import ACTIVATIONS
 from .output import IGNORE, cross_entropy
 
@@ -82,7 +82,7 @@ def select_spans(
     Spans never cross a special token. ``return_spans``: also a list per row of the
     spans drawn, ``(start, stop, length drawn)``. Chapter: ``chapters/spanbert.ipynb``.
     """
-    _check_generator(generator)
+    check_generator(generator)
     for name, x in (("maskable", maskable), ("word_start", word_start)):
         if not isinstance(x, torch.Tensor) or x.dtype != torch.bool or x.dim() != 2:
             raise TypeError(f"{name} must be a (B, T) bool tensor")
@@ -127,8 +127,8 @@ def replace_spans(ids, selected, *, mask_id, vocab_size, generator, random_ids=N
     a span is all [MASK], all random tokens or all unchanged. Returns a ``Masked``.
     Chapter: ``chapters/spanbert.ipynb``.
     """
-    _check_generator(generator)
-    ids = _check_ids(ids, vocab_size)
+    check_generator(generator)
+    ids = check_corruption_ids(ids, vocab_size)
     if not isinstance(selected, torch.Tensor) or selected.shape != ids.shape:
         raise TypeError(f"selected must be a bool tensor of shape {tuple(ids.shape)}")
     first = selected & ~F.pad(selected[:, :-1], (1, 0), value=False)  # span starts
@@ -155,7 +155,7 @@ def span_mask(
     :func:`replace_spans` (``kw``: ``geometric_p``, ``max_span``). Special tokens and
     padding are never selected. Chapter: ``chapters/spanbert.ipynb``.
     """
-    ids = _check_ids(ids, vocab_size)
+    ids = check_corruption_ids(ids, vocab_size)
     special = sorted(set(int(i) for i in special_ids))
     maskable = can_mask(ids, special)
     if not bool(maskable.any()):

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .finetune import _examples, _runs, _table
+from .finetune import runs_table, seed_runs, split_examples
 
 __all__ = ["span_batch", "passage_mask", "span_scores", "evaluate_spans", "run_spans"]
 
@@ -37,7 +37,7 @@ def span_batch(task, examples, tokenizer, max_len: int = 64) -> dict:
     """
     from .data import pad_sequences
 
-    examples = _examples(task, examples)
+    examples = split_examples(task, examples)
     if getattr(task, "kind", task) != "span":
         raise ValueError(f"span_batch needs a task of kind 'span', got {task!r}")
     sp = tokenizer.special_ids
@@ -223,7 +223,7 @@ def run_spans(
         keep = ("exact_match", "f1", "constant", "exact_per_example", "f1_per_example")
         return {k: result[k] for k in keep}
 
-    rows = _runs(
+    rows = seed_runs(
         task,
         make_model,
         seeds,
@@ -239,4 +239,4 @@ def run_spans(
         {**r, "seed": None, "constant": r.get("constant", False)}
         for r in _span_baselines(train_batch, test_batch, max_answer_len)
     ]
-    return _table(rows, task, steps)
+    return runs_table(rows, task, steps)

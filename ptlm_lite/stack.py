@@ -29,7 +29,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention
 from .config import Config
-from .layers import Block
+from .layers import Block, FeedForward
 
 __all__ = ["Stack", "StackOutput", "Memory", "Model"]
 
@@ -81,8 +81,8 @@ class Memory:
 
 
 class Stack(nn.ModuleList):
-    """``n_layer`` blocks (``Block(config, cross, attention, norm)``) and the loop that
-    runs them.
+    """``n_layer`` blocks (``Block(config, cross, attention, norm, ff)``) and the loop
+    that runs them.
     """
 
     def __init__(
@@ -92,10 +92,12 @@ class Stack(nn.ModuleList):
         attention: type = MultiHeadAttention,
         norm: type = nn.LayerNorm,
         block: type = Block,
+        ff: type = FeedForward,
     ):
         n_blocks = 1 if config.share_layers else config.n_layer
+        kw = {"ff": ff} if ff is not FeedForward else {}  # blocks that take no ff=
         super().__init__(
-            block(config, cross=cross, attention=attention, norm=norm)
+            block(config, cross=cross, attention=attention, norm=norm, **kw)
             for _ in range(n_blocks)
         )
         self.n_layer = config.n_layer

@@ -216,6 +216,46 @@ def _default_loss(model, batch):
     return loss
 
 
+def _param_groups(model, groups, lr, multiplier, weight_decay) -> list[dict]:
+    """AdamW's groups: each of ``groups`` (and one for the parameters in none of them)
+    split into matrices (weight decay) and vectors (biases, LayerNorm gains: none), with
+    its peak ``lr`` and ``schedule``. Frozen parameters are included (see ``train``)."""
+    named, seen = [], set()
+    for i, g in enumerate(groups or []):
+        if not isinstance(g, dict) or "params" not in g:
+            raise TypeError(
+                f"param_groups[{i}] must be a dict with 'params' (and optionally 'lr', "
+                f"'schedule'), got {g!r}"
+            )
+        if set(g) - {"params", "lr", "schedule"}:
+            raise ValueError(
+                f"param_groups[{i}] has unknown keys {sorted(set(g) - {'params', 'lr', 'schedule'})}: "
+                "it takes 'params', 'lr' and 'schedule'"
+            )
+        ps = g["params"]
+        ps = list(ps.parameters() if isinstance(ps, torch.nn.Module) else ps)
+        g_lr = g.get("lr", lr)
+        if not (isinstance(g_lr, (int, float)) and g_lr >= 0 and math.isfinite(g_lr)):
+            raise ValueError(
+                f"param_groups[{i}]['lr'] must be a number >= 0, got {g_lr!r}"
+            )
+        if g.get("schedule") is not None and not callable(g["schedule"]):
+            raise TypeError(f"param_groups[{i}]['schedule'] must be step -> multiplier")
+        ps = [p for p in ps if id(p) not in seen]
+        seen.update(id(p) for p in ps)
+        named.append((ps, g_lr, g.get("schedule") or multiplier))
+    rest = [p for p in model.parameters() if id(p) not in seen]
+    if rest or not named:
+        named.append((rest, lr, multiplier))
+    out = []
+    for ps, g_lr, f in named:
+        for decay, wd in ((True, weight_decay), (False, 0.0)):
+            part = [p for p in ps if (p.dim() >= 2) == decay]
+            # No weight decay on biases, LayerNorm gains and other 1-D parameters.
+            out.append({"params": part, "weight_decay": wd, "lr": g_lr, "schedule": f})
+    return [g for g in out if g["params"]] or out[:1]
+
+
 def train(
     model: torch.nn.Module,
     batches: Iterable | Callable[[int], object],
@@ -237,14 +277,26 @@ def train(
     desc: str = "training",
     optimizer: torch.optim.Optimizer | None = None,
     compile: bool = False,
+    param_groups: list[dict] | None = None,
+    on_step: Callable[..., None] | None = None,
 ) -> History:
     """Train ``model`` for ``steps`` optimizer steps and return its :class:`History`.
 
     ``batches`` is an iterable of batches (cycled if it runs out) or a function ``step
     -> batch``. ``eval_fn(model) -> dict`` runs in eval mode under ``no_grad`` every
     ``eval_every`` steps and at the end. ``callback(step, loss)`` is called after every
-    step (live plots use it). Non-finite losses stop training with an error rather than
-    silently producing NaN weights.
+    step (live plots use it); ``on_step(model=, optimizer=, step=, loss=, history=)``
+    too, with the trainer's state (unfreeze a layer, change a group's learning rate).
+    Non-finite losses stop training with an error rather than silently producing NaN
+    weights.
+
+    ``param_groups``: a list of ``{"params": a module or parameters, "lr": peak
+    learning rate, "schedule": step -> multiplier}`` (``lr`` and ``schedule`` optional:
+    the defaults are ``lr`` and the ``schedule`` named above), e.g. ULMFiT's
+    discriminative learning rates, one group per layer. Parameters in no group train at
+    ``lr``. Every parameter enters the optimizer, frozen or not: one unfrozen later
+    (``p.requires_grad_(True)`` in ``on_step``) trains from the next step on (AdamW
+    skips a parameter while it has no gradient).
 
     ``compile=True`` trains through ``torch.compile(model)`` (the first step's compile
     time is kept apart in ``history.compile_seconds``; where compiling fails, a warning
@@ -276,21 +328,22 @@ def train(
     loss_fn = loss_fn or _default_loss
 
     if optimizer is None:
-        # No weight decay on biases, LayerNorm gains and embeddings' 1-D params (the
-        # usual recipe).
-        decay = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
-        no_decay = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
+        groups = _param_groups(model, param_groups, lr, multiplier, weight_decay)
         optimizer = adamw(
-            [
-                {"params": decay, "weight_decay": weight_decay},
-                {"params": no_decay, "weight_decay": 0.0},
-            ],
+            [{k: v for k, v in g.items() if k != "schedule"} for g in groups],
             lr=lr,
             betas=betas,
             device=device,
         )
-    for g in optimizer.param_groups:
-        g["initial_lr"] = g.get("initial_lr", g["lr"])
+        schedules = [g["schedule"] for g in groups]
+    else:
+        if param_groups is not None:
+            raise ValueError("pass param_groups or optimizer, not both")
+        schedules = [multiplier] * len(optimizer.param_groups)
+    # the learning rate of every group, step by step (LambdaLR counts from 0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, [lambda e, f=f: f(e + 1) for f in schedules]
+    )
 
     if callable(batches) and not hasattr(batches, "__iter__"):
         get_batch = batches
@@ -319,9 +372,6 @@ def train(
     start = time.perf_counter()
     model.train()
     for step in range(1, steps + 1):
-        m = multiplier(step)
-        for g in optimizer.param_groups:
-            g["lr"] = g["initial_lr"] * m
         batch = _to(get_batch(step), device)
         # the first call compiles: timed apart, eager if it fails
         if compile and step == 1:
@@ -344,7 +394,7 @@ def train(
         if not torch.isfinite(loss):
             raise FloatingPointError(
                 f"loss became {loss.item()} at step {step}: lower lr (now "
-                f"{lr * m:.3g}), add warm-up, "
+                f"{optimizer.param_groups[0]['lr']:.3g}), add warm-up, "
                 f"or check the inputs"
             )
         optimizer.zero_grad(set_to_none=True)
@@ -354,10 +404,19 @@ def train(
         )
         optimizer.step()
         hist.losses.append(loss.item())
-        hist.lrs.append(lr * m)
+        hist.lrs.append(optimizer.param_groups[0]["lr"])
         hist.grad_norms.append(float(gn))
+        scheduler.step()
         if callback is not None:
             callback(step, hist.losses[-1])
+        if on_step is not None:
+            on_step(
+                model=model,
+                optimizer=optimizer,
+                step=step,
+                loss=hist.losses[-1],
+                history=hist,
+            )
         if bar is not None:
             bar.update(1)
             if step % 10 == 0 or step == steps:

@@ -52,28 +52,42 @@ class Transformer(Model):
     """Encoder-decoder with one shared vocabulary; ``tie_weights`` shares the embedding
     matrix between source, target and the output projection (the paper's three-way
     tying).
+
+    The later encoder-decoders change two things, passed as classes: ``norm`` (T5's
+    ``nn.RMSNorm``) and ``bias``, relative positions given to self-attention as an
+    additive bias instead of added to the input (T5; with ``config.pos = "none"``):
+    ``bias(config, bidirectional)`` builds one module for the encoder (True) and one
+    for the decoder (False, it may only look back), each called as ``module(Tq, Tk)``
+    and returning ``(H, Tq, Tk)``.
     """
 
-    def __init__(self, config: Config, seed: int | None = None):
+    def __init__(
+        self,
+        config: Config,
+        seed: int | None = None,
+        norm: type = nn.LayerNorm,
+        bias: type | None = None,
+    ):
         super().__init__(config, seed)
         self.embed = Embeddings(config, scale=True)
-        self.encoder = Stack(config)
-        self.decoder = Stack(config, cross=True)
-        # Pre-LN leaves the residual stream un-normalised: one final LayerNorm per
-        # stack.
+        self.encoder = Stack(config, norm=norm)
+        self.decoder = Stack(config, cross=True, norm=norm)
+        # Pre-LN leaves the residual stream un-normalised: one final norm per stack.
         self.ln_enc = (
-            nn.LayerNorm(config.d_model, eps=config.ln_eps)
+            norm(config.d_model, eps=config.ln_eps)
             if config.pre_norm
             else nn.Identity()
         )
         self.ln_dec = (
-            nn.LayerNorm(config.d_model, eps=config.ln_eps)
+            norm(config.d_model, eps=config.ln_eps)
             if config.pre_norm
             else nn.Identity()
         )
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_weights:
             self.head.weight = self.embed.tok.weight
+        self.enc_bias = None if bias is None else bias(config, bidirectional=True)
+        self.dec_bias = None if bias is None else bias(config, bidirectional=False)
         self.apply(self._init)
 
     @staticmethod
@@ -90,8 +104,10 @@ class Transformer(Model):
         src_valid = src != self.config.pad_id
         if mask is None:
             mask = masks.padding_mask(src_valid)  # (B, 1, S): nobody attends to padding
+        S = src.shape[1]
+        bias = None if self.enc_bias is None else self.enc_bias(S, S)
         out = self.encoder(
-            self.embed(src), mask=mask, return_attention=return_attention
+            self.embed(src), mask=mask, bias=bias, return_attention=return_attention
         )
         return self.ln_enc(out.x), src_valid, out.attentions
 
@@ -108,9 +124,11 @@ class Transformer(Model):
             )
         # (B, T, S)
         cross = masks.cross_mask(src_valid, tgt.shape[1])
+        T = tgt.shape[1]
         out = self.decoder(
             self.embed(tgt),
             mask=mask,
+            bias=None if self.dec_bias is None else self.dec_bias(T, T),
             context=memory,
             context_mask=cross,
             return_attention=return_attention,

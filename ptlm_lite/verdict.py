@@ -37,17 +37,11 @@ size). Then:
                 [===]                      does not show up (certain, but too small)
                   [===============]        too noisy to tell
 
-The interval. Give each condition's measurements as one number per seed, or, when every
-seed is scored on the same test examples, as one row per seed of one score per example
-(2-D: seeds × examples; 1/0 for right/wrong). The variance of the effect is then the sum
-of a seed part (the spread of per-seed effects: paired when seed ``i`` of every
-condition shares its data order and initialisation, ``paired=True``; Welch's otherwise)
-and an example part (the spread over test examples of the per-example effect, averaged
-over seeds), with Welch–Satterthwaite degrees of freedom and a Student-t quantile
-(``scipy.stats``). A test set of 45 questions thus adds about ±15 points to an accuracy,
-and a difference that is the same on every seed still gets a width. With one number per
-seed only the seed part is counted (right where each seed draws its own test set, or
-where there is no test set: a training loss, a timing).
+The interval (:mod:`ptlm_lite.intervals`). Give each condition's measurements as one
+number per seed, or, when every seed is scored on the same test examples, one row per
+seed of one score per example (2-D; 1/0 for right/wrong): the interval then counts the
+test set as well as the seeds, so a test set of 45 questions adds about ±15 points to
+an accuracy, and a difference that is the same on every seed still gets a width.
 """
 
 from __future__ import annotations
@@ -60,7 +54,16 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats
+
+from .intervals import (
+    as_runs,
+    check_name,
+    check_options,
+    check_results,
+    contrast,
+    seed_means,
+    t_quantile,
+)
 
 __all__ = [
     "verdict",
@@ -89,18 +92,6 @@ RECOMMENDED_SEEDS = 3
 LOG_VAR = "PTLM_VERDICT_LOG"
 
 
-def t_quantile(p: float, df: float) -> float:
-    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (``df`` may be
-    fractional, as Welch's is; ``inf`` gives the normal): ``scipy.stats.t.ppf``.
-    ``t_quantile(0.975, 2) = 4.303``.
-    """
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p must be in (0, 1), got {p!r}")
-    if not df > 0:
-        raise ValueError(f"df must be > 0, got {df!r}")
-    return float(stats.norm.ppf(p) if math.isinf(df) else stats.t.ppf(p, df))
-
-
 def rule(low: float, high: float, min_effect: float) -> str:
     """The verdict of an interval ``[low, high]`` on the effect in the claimed
     direction (the table in the module's docstring)."""
@@ -115,147 +106,6 @@ def rule(low: float, high: float, min_effect: float) -> str:
 
 # ----------------------------------------------------------------------------------
 # Checking the measurements
-
-
-def _runs(values, where: str) -> np.ndarray:
-    """``values`` as a float array: 1-D (one number per seed) or 2-D (seeds × test
-    examples), at least two seeds, all finite; or an error naming ``where``."""
-    if isinstance(values, (str, bytes)) or np.isscalar(values):
-        raise TypeError(
-            f"{where} must be a list of numbers, one per seed (or one row of "
-            f"per-example scores per seed), got {values!r}"
-        )
-    try:
-        x = np.asarray(
-            [np.asarray(v, dtype=float) for v in values]
-            if not isinstance(values, np.ndarray)
-            else values,
-            dtype=float,
-        )
-    except (TypeError, ValueError) as e:
-        raise TypeError(
-            f"{where} must be a list of numbers, one per seed, or a list of equally "
-            f"long rows of per-example scores, got {values!r}"
-        ) from e
-    if x.ndim not in (1, 2):
-        raise ValueError(
-            f"{where} must be one number per seed or one row per seed (2-D), got shape "
-            f"{x.shape}"
-        )
-    if x.shape[0] == 0 or x.size == 0:
-        raise ValueError(f"{where} is empty: it needs one measurement per seed")
-    if not np.all(np.isfinite(x)):
-        raise ValueError(
-            f"{where} holds NaN or infinite values (a diverged run? report it, do not "
-            "average it away)"
-        )
-    if x.shape[0] < 2:
-        raise ValueError(
-            f"{where} has {x.shape[0]} seed; the rule needs at least 2 (3 or more "
-            "recommended) to see how much a result moves between seeds"
-        )
-    return x
-
-
-def _results(results) -> dict[str, np.ndarray]:
-    if not isinstance(results, Mapping):
-        raise TypeError(
-            "results must be a mapping {condition name: [one measurement per seed]}, "
-            f"got {type(results).__name__}"
-        )
-    if not results:
-        raise ValueError("results is empty: it needs at least two conditions")
-    return {str(k): _runs(v, f"results[{k!r}]") for k, v in results.items()}
-
-
-def _name(results: Mapping, name, argument: str) -> str:
-    if not isinstance(name, str) or name not in results:
-        raise ValueError(
-            f"{argument}={name!r} is not a condition in results; known: {list(results)}"
-        )
-    return name
-
-
-def _check_options(min_effect, level) -> tuple[float, float]:
-    if (
-        isinstance(min_effect, bool)
-        or not isinstance(min_effect, (int, float, np.floating, np.integer))
-        or not math.isfinite(min_effect)
-        or min_effect < 0
-    ):
-        raise ValueError(
-            "min_effect must be a finite number >= 0 (the smallest difference that "
-            f"would matter, in the units of the measurement), got {min_effect!r}"
-        )
-    if (
-        isinstance(level, bool)
-        or not isinstance(level, (int, float))
-        or not 0.5 <= level < 1
-    ):
-        raise ValueError(
-            f"level must be a number in [0.5, 1), e.g. 0.95, got {level!r}"
-        )
-    return float(min_effect), float(level)
-
-
-def _seed_means(x: np.ndarray) -> np.ndarray:
-    return x.mean(axis=1) if x.ndim == 2 else x
-
-
-def _contrast(
-    arrays: Sequence[np.ndarray],
-    weights: Sequence[float],
-    paired: bool,
-    level: float,
-    names: Sequence[str],
-) -> tuple[float, float, float, str, int | None]:
-    """``sum_k w_k · mean(X_k)`` with its ``level`` t interval: (estimate, low, high,
-    method, examples). The variance adds a seed part and, when every ``X_k`` is 2-D with
-    the same number of examples, an example part; Welch–Satterthwaite df."""
-    w = np.asarray(weights, dtype=float)
-    means = [_seed_means(x) for x in arrays]
-    est = float(sum(wk * m.mean() for wk, m in zip(w, means)))
-    parts: list[tuple[float, float]] = []  # (variance, df)
-    if paired:
-        sizes = {m.size for m in means}
-        if len(sizes) != 1:
-            raise ValueError(
-                "paired=True needs as many seeds in every condition, aligned by "
-                f"position; got {dict(zip(names, (m.size for m in means)))}"
-            )
-        d = sum(wk * m for wk, m in zip(w, means))
-        parts.append((float(d.var(ddof=1) / d.size), d.size - 1))
-        how = f"paired over {d.size} seeds"
-    else:
-        vs = [wk * wk * m.var(ddof=1) / m.size for wk, m in zip(w, means)]
-        v = float(sum(vs))
-        df = (
-            v * v / sum(vk * vk / (m.size - 1) for vk, m in zip(vs, means))
-            if v > 0
-            else float(sum(m.size for m in means) - len(means))
-        )
-        parts.append((v, df))
-        how = "seeds independent between conditions"
-    n_ex = {x.shape[1] if x.ndim == 2 else None for x in arrays}
-    examples = n_ex.pop() if len(n_ex) == 1 else None
-    if examples is not None:
-        if examples < 2:
-            raise ValueError("per-example scores need at least 2 test examples")
-        e = sum(wk * x.mean(axis=0) for wk, x in zip(w, arrays))
-        parts.append((float(e.var(ddof=1) / e.size), e.size - 1))
-        how += f" and {examples} test examples"
-    elif any(x.ndim == 2 for x in arrays):
-        raise ValueError(
-            "per-example scores must cover the same test examples in every condition "
-            f"compared; got {[x.shape for x in arrays]} for {list(names)}"
-        )
-    var = sum(p[0] for p in parts)
-    if var <= 0:
-        return est, est, est, f"no spread at all ({how})", examples
-    df = var * var / sum(p[0] ** 2 / p[1] for p in parts if p[0] > 0)
-    half = t_quantile(0.5 + level / 2, df) * math.sqrt(var)
-    method = f"t interval, {how} (df = {df:.1f})"
-    return est, est - half, est + half, method, examples
 
 
 # ----------------------------------------------------------------------------------
@@ -304,7 +154,7 @@ class Verdict:
 
         rows = []
         for name, x in self.results.items():
-            m = _seed_means(x)
+            m = seed_means(x)
             rows.append(
                 {
                     "condition": name,
@@ -385,7 +235,7 @@ def _log(record: dict) -> None:
 
 
 def _spread(name: str, x: np.ndarray, f) -> str:
-    m = _seed_means(x)
+    m = seed_means(x)
     return f"{name} {f(float(m.mean()))} ± {f(float(m.std(ddof=1)))}"
 
 
@@ -439,13 +289,13 @@ def verdict(
     with a ``level`` t interval over seeds and test examples; the module's rule names
     the verdict.
     """
-    res = _results(results)
-    better, worse = _name(res, better, "better"), _name(res, worse, "worse")
+    res = check_results(results)
+    better, worse = check_name(res, better, "better"), check_name(res, worse, "worse")
     if better == worse:
         raise ValueError(
             f"better and worse must name two different conditions, got {better!r} twice"
         )
-    min_effect, level = _check_options(min_effect, level)
+    min_effect, level = check_options(min_effect, level)
     sign = 1.0 if higher_is_better else -1.0
     if paired and res[better].shape[0] != res[worse].shape[0]:
         raise ValueError(
@@ -453,7 +303,7 @@ def verdict(
             f"({res[better].shape[0]}) as in results[{worse!r}] "
             f"({res[worse].shape[0]}), aligned by position"
         )
-    est, lo, hi, method, n_ex = _contrast(
+    est, lo, hi, method, n_ex = contrast(
         [res[better], res[worse]], [sign, -sign], paired, level, [better, worse]
     )
     f = fmt.format
@@ -514,16 +364,16 @@ def trend(
     :func:`verdict`. The table shows whether every step goes the same way, and the
     sentence says when the means are not in order.
     """
-    res = _results(results)
+    res = check_results(results)
     if isinstance(order, str) or not isinstance(order, Sequence) or len(order) < 2:
         raise ValueError(
             f"order must be a list of at least two condition names, got {order!r}"
         )
-    order = [_name(res, name, "order") for name in order]
+    order = [check_name(res, name, "order") for name in order]
     if len(set(order)) != len(order):
         raise ValueError(f"order names a condition twice: {order}")
-    min_effect, level = _check_options(min_effect, level)
-    xs = np.arange(len(order), dtype=float) if x is None else _runs(x, "x")
+    min_effect, level = check_options(min_effect, level)
+    xs = np.arange(len(order), dtype=float) if x is None else as_runs(x, "x")
     if xs.ndim != 1 or xs.size != len(order):
         raise ValueError(
             f"x must give one position per condition in order ({len(order)}), got "
@@ -534,7 +384,7 @@ def trend(
     sign = 1.0 if increasing else -1.0
     dx = xs - xs.mean()
     weights = sign * dx / (dx * dx).sum() * float(xs[-1] - xs[0])
-    est, lo, hi, method, n_ex = _contrast(
+    est, lo, hi, method, n_ex = contrast(
         [res[k] for k in order], weights, paired, level, order
     )
     method = "least-squares slope of the means, " + method
@@ -542,7 +392,7 @@ def trend(
     claim = (
         f"{metric} {'grows' if increasing else 'falls'} from {order[0]} to {order[-1]}"
     )
-    means = [float(_seed_means(res[k]).mean()) for k in order]
+    means = [float(seed_means(res[k]).mean()) for k in order]
     detail = (
         "Mean ± std over seeds: "
         + ", ".join(_spread(k, res[k], f) for k in order)
@@ -609,8 +459,8 @@ def beats_baseline(
     """
     import pandas as pd
 
-    res = _results(results)
-    min_effect, level = _check_options(min_effect, level)
+    res = check_results(results)
+    min_effect, level = check_options(min_effect, level)
     if isinstance(baseline, (int, float, np.floating, np.integer)) and not isinstance(
         baseline, bool
     ):
@@ -618,13 +468,13 @@ def beats_baseline(
             raise ValueError(f"baseline must be finite, got {baseline!r}")
         base, base_mean = None, float(baseline)
     else:
-        base = _runs(baseline, "baseline")
-        base_mean = float(_seed_means(base).mean())
+        base = as_runs(baseline, "baseline")
+        base_mean = float(seed_means(base).mean())
     sign = 1.0 if higher_is_better else -1.0
     pct, rows = f"{level:.0%}", []
     for name, x in res.items():
         if base is None:
-            est, lo, hi, _, n_ex = _contrast([x], [sign], False, level, [name])
+            est, lo, hi, _, n_ex = contrast([x], [sign], False, level, [name])
             est, lo, hi = (
                 est - sign * base_mean,
                 lo - sign * base_mean,
@@ -636,11 +486,11 @@ def beats_baseline(
                     f"paired=True needs as many seeds in results[{name!r}] "
                     f"({x.shape[0]}) as in baseline ({base.shape[0]})"
                 )
-            est, lo, hi, _, n_ex = _contrast(
+            est, lo, hi, _, n_ex = contrast(
                 [x, base], [sign, -sign], paired, level, [name, "baseline"]
             )
         v = rule(lo, hi, min_effect)
-        m = _seed_means(x)
+        m = seed_means(x)
         row = {
             "condition": name,
             "seeds": m.size,

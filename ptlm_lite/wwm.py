@@ -31,8 +31,8 @@ import torch
 
 from .corrupt import (
     Masked,
-    _check_generator,
-    _check_ids,
+    check_generator,
+    check_corruption_ids,
     can_mask,
     mlm_mask,
     select_tokens,
@@ -70,7 +70,7 @@ def word_ids(
     a continuation that follows a special token (a word cut by truncation).
     ``continuation``: :func:`continuation_table`. Chapter: ``chapters/bert_wwm.ipynb``.
     """
-    ids = _check_ids(ids)
+    ids = check_corruption_ids(ids)
     if (
         not isinstance(continuation, torch.Tensor)
         or continuation.dtype != torch.bool
@@ -112,7 +112,7 @@ def select_whole_words(
       fits: in 32 tokens (a budget of about 4) a 5-piece word never does.
 
     Chapter: ``chapters/bert_wwm.ipynb``."""
-    _check_generator(generator)
+    check_generator(generator)
     if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
         raise ValueError(f"p (the masking probability) must be in [0, 1], got {p!r}")
     if unit not in ("words", "tokens"):
@@ -185,8 +185,8 @@ def whole_word_mask(
     returns a :class:`~ptlm_lite.corrupt.Masked`, leaves ``ids`` untouched, draws only
     from ``generator``. Chapter: ``chapters/bert_wwm.ipynb``.
     """
-    _check_generator(generator)
-    ids = _check_ids(ids, vocab_size)
+    check_generator(generator)
+    ids = check_corruption_ids(ids, vocab_size)
     special = sorted({int(i) for i in special_ids})
     if len(continuation) != vocab_size:
         raise ValueError(

@@ -169,10 +169,15 @@ def test_bad_inputs():
         BertForMultipleChoice(config())(ids)
 
 
-def test_fine_tuning_heads_keep_their_old_names_in_bert():
-    """The heads moved to ptlm_lite.heads; ``bert.<name>`` still finds them (courses
-    and notebooks point at those names)."""
-    for name in heads.__all__:
-        assert getattr(bert, name) is getattr(heads, name)
-    with pytest.raises(AttributeError, match="no_such_head"):
-        bert.no_such_head
+def test_fine_tuning_heads_live_in_heads_and_at_the_top():
+    """The heads are ``ptlm_lite.heads`` (and ``P.<name>``); ``bert`` does not import
+    them back (no import circle)."""
+    import ptlm_lite as P
+
+    for name in (
+        "BertForSequenceClassification",
+        "BertForSpanExtraction",
+        "BertForMultipleChoice",
+    ):
+        assert getattr(P, name) is getattr(heads, name)
+        assert not hasattr(bert, name)

@@ -125,7 +125,7 @@ def txl():
         (
             dict(pos="rotary"),
             ValueError,
-            "pos must be one of 'sinusoidal', 'learned', got 'rotary'",
+            "pos must be one of 'sinusoidal', 'learned', 'none', got 'rotary'",
         ),
         (
             dict(activation="silu"),

@@ -99,3 +99,69 @@ def test_iterable_batches_cycle_and_empty_is_error():
     assert len(P.train(Tiny(), batches, steps=5, progress=False).losses) == 5
     with pytest.raises(ValueError, match="batches is empty"):
         P.train(Tiny(), [], steps=2, progress=False)
+
+
+# --- the trainer's seams: parameter groups, on_step, unfreezing (issue 23)
+
+
+def _tiny_regression():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Linear(4, 1))
+    batch = (torch.randn(16, 3), torch.randn(16, 1))
+
+    def loss_fn(m, b):
+        return ((m(b[0]) - b[1]) ** 2).mean()
+
+    return model, [batch], loss_fn
+
+
+def test_a_layer_unfrozen_during_training_trains():
+    model, batches, loss_fn = _tiny_regression()
+    first = model[0]
+    first.requires_grad_(False)
+    before = first.weight.detach().clone()
+    seen = []
+
+    def unfreeze(model, optimizer, step, loss, history):
+        seen.append(step)
+        if step == 3:
+            model[0].requires_grad_(True)  # ULMFiT's gradual unfreezing
+
+    P.train(model, batches, steps=6, loss_fn=loss_fn, on_step=unfreeze, progress=False)
+    assert seen == [1, 2, 3, 4, 5, 6]
+    assert not torch.equal(first.weight, before), "the unfrozen layer never trained"
+
+
+def test_param_groups_have_their_own_learning_rate_and_schedule():
+    model, batches, loss_fn = _tiny_regression()
+    lrs = []
+
+    def record(model, optimizer, step, loss, history):
+        lrs.append([g["lr"] for g in optimizer.param_groups])
+
+    P.train(
+        model,
+        batches,
+        steps=4,
+        lr=1e-2,
+        loss_fn=loss_fn,
+        param_groups=[
+            {"params": model[0], "lr": 1e-3, "schedule": lambda step: 1.0 / step},
+        ],
+        on_step=record,
+        progress=False,
+    )
+    # groups: model[0] (matrix, vector), then the rest at lr (matrix, vector)
+    assert len(lrs[0]) == 4
+    assert lrs[0][:2] == pytest.approx([1e-3 / 2] * 2)  # read after step 1: step 2's
+    assert lrs[0][2:] == pytest.approx([1e-2] * 2)
+    with pytest.raises(TypeError, match=r"param_groups\[0\] must be a dict"):
+        P.train(model, batches, steps=1, loss_fn=loss_fn, param_groups=[model[0]])
+    with pytest.raises(ValueError, match="unknown keys"):
+        P.train(
+            model,
+            batches,
+            steps=1,
+            loss_fn=loss_fn,
+            param_groups=[{"params": model[0], "rate": 1}],
+        )

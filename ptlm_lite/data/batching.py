@@ -23,11 +23,15 @@ import random
 from typing import Sequence
 
 import torch
+import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
+
+from ..output import IGNORE
 
 # Targets equal to this do not count in a loss (F.cross_entropy's default ignore_index).
 # It must equal ptlm_lite.output.IGNORE, the package's one constant (a test checks
 # it); it is repeated here so that ptlm_lite.data imports nothing from the model side.
-IGNORE_INDEX = -100
+IGNORE_INDEX = IGNORE  # the book's one ignore index (ptlm_lite.output)
 IS_NEXT = 0  # nsp_labels: B follows A in its document, in order (BERT's "IsNext")
 NOT_NEXT = 1  # nsp_labels: B is a random segment (NSP) or A and B are swapped (SOP)
 PAIR_TASKS = ("nsp", "sop")
@@ -88,12 +92,11 @@ def pad_sequences(
         raise ValueError("seqs is empty: pass at least one sequence of token ids")
     seqs = [torch.as_tensor(s, dtype=torch.long).flatten() for s in seqs]
     T = max(s.numel() for s in seqs) if max_len is None else max_len
-    ids = torch.full((len(seqs), T), pad_id, dtype=torch.long)  # (B, T)
-    valid = torch.zeros((len(seqs), T), dtype=torch.bool)  # (B, T), True = real token
-    for b, s in enumerate(seqs):
-        s = s[:T]
-        ids[b, : s.numel()] = s
-        valid[b, : s.numel()] = True
+    seqs = [s[:T] for s in seqs]
+    lengths = torch.tensor([s.numel() for s in seqs])
+    ids = pad_sequence(seqs, batch_first=True, padding_value=pad_id)  # (B, longest)
+    ids = F.pad(ids, (0, T - ids.shape[1]), value=pad_id)  # (B, T)
+    valid = torch.arange(T)[None, :] < lengths[:, None]  # (B, T), True = real token
     return ids, valid
 
 

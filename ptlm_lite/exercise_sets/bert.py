@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _is_stub_value, _question, _what
+from ..exercises import register_exercise, is_stub_value, register_question, describe
 
 # as the chapter's WordPiece: ids 0..6 are special
 BERT_VOCAB, BERT_MASK, BERT_FIRST_ORDINARY = 1024, 4, 7
@@ -23,7 +23,7 @@ def _replacement_stats(replace, seed):
     sel = torch.rand(ids.shape, generator=g) < 0.15
     given = ids.clone()
     out = replace(given, sel, g, mask_id=BERT_MASK, vocab_size=BERT_VOCAB)
-    if _is_stub_value(out):
+    if is_stub_value(out):
         return out
     stats = dict.fromkeys(
         [
@@ -35,7 +35,7 @@ def _replacement_stats(replace, seed):
             "ids left untouched",
         ]
     )
-    stats["output"] = _what(out)
+    stats["output"] = describe(out)
     if not isinstance(out, torch.Tensor) or out.shape != ids.shape:
         # differs in "output" (and the rest)
         return stats
@@ -51,7 +51,7 @@ def _replacement_stats(replace, seed):
     }
 
 
-@_exercise(
+@register_exercise(
     "80/10/10 replacement", "bert", "my_replace", atol=0.015, call=_replacement_stats
 )
 def _replace():
@@ -70,7 +70,7 @@ def _replace():
     return reference, [(0,), (1,), (2,)]
 
 
-@_exercise("best span", "bert", "my_best_span")
+@register_exercise("best span", "bert", "my_best_span")
 def _best_span():
     from ..heads import best_span
 
@@ -84,7 +84,7 @@ def _best_span():
     )
 
 
-_question(
+register_question(
     "why not always [MASK]",
     "bert",
     "Why does BERT turn only 80% of the selected tokens into [MASK] (10% random, "

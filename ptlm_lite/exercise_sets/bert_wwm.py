@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 # as the chapter's WordPiece: ids 0..6 are special ([PAD] 0, [CLS] 2, [SEP] 3, ...)
 _SPECIAL = tuple(range(7))
@@ -30,7 +30,7 @@ def _packed_batch(seed: int, B: int = 6, T: int = 14):
     return ids, continuation
 
 
-@_exercise("word ids from ##", "bert_wwm", "my_word_ids")
+@register_exercise("word ids from ##", "bert_wwm", "my_word_ids")
 def _word_ids():
     from ..wwm import word_ids
 
@@ -48,7 +48,7 @@ def _word_ids():
     return word_ids, cases
 
 
-@_exercise("expand to whole words", "bert_wwm", "my_expand_to_words")
+@register_exercise("expand to whole words", "bert_wwm", "my_expand_to_words")
 def _expand():
     from ..wwm import expand_to_words, word_ids
 
@@ -69,7 +69,7 @@ def _expand():
     return expand_to_words, cases
 
 
-_question(
+register_question(
     "wwm for Chinese",
     "bert_wwm",
     "Chinese BERT reads one token per character. What does Chinese BERT-WWM change?",
@@ -82,7 +82,7 @@ _question(
     ],
     1,
 )
-_question(
+register_question(
     "which 15% to fix",
     "bert_wwm",
     "The chapter's pairs are 32 tokens long. Why does it choose 15% of the words "

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 
-@_exercise("local window mask", "efficient", "my_local_mask")
+@register_exercise("local window mask", "efficient", "my_local_mask")
 def _local_mask():
     from ..efficient import local_mask
 
@@ -29,7 +29,7 @@ def _qkv(seed, B, H, T, d):
     return tuple(torch.randn(B, H, T, d, generator=g) for _ in range(3))
 
 
-@_exercise("attention by blocks", "efficient", "my_block_attention")
+@register_exercise("attention by blocks", "efficient", "my_block_attention")
 def _block_attention():
     from ..efficient import block_attention
 
@@ -42,7 +42,7 @@ def _block_attention():
     ]
 
 
-@_exercise("causal linear attention", "efficient", "my_causal_linear_attention")
+@register_exercise("causal linear attention", "efficient", "my_causal_linear_attention")
 def _causal_linear():
     from ..efficient import linear_attention
 
@@ -53,7 +53,7 @@ def _causal_linear():
     ]
 
 
-_question(
+register_question(
     "what a mask saves",
     "efficient",
     "Longformer's sliding window can be written as a boolean mask passed to full "
@@ -67,7 +67,7 @@ _question(
     ],
     1,
 )
-_question(
+register_question(
     "why Linformer is not causal",
     "efficient",
     "Why can Linformer's projection not be used as it is in a left-to-right "
@@ -81,7 +81,7 @@ _question(
     ],
     1,
 )
-_question(
+register_question(
     "how far a window reaches",
     "efficient",
     "A 2-layer model whose attention is local_mask(T, 4) (|i − j| < 4) reads its "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _is_stub_value, _question, _what
+from ..exercises import register_exercise, is_stub_value, register_question, describe
 
 
 def _span(start, end, label):
@@ -15,7 +15,7 @@ def _span(start, end, label):
     return Span(start, end, label)
 
 
-@_exercise("token units", "ernie_baidu", "my_token_units")
+@register_exercise("token units", "ernie_baidu", "my_token_units")
 def _token_units():
     from ..ernie import token_units
 
@@ -84,7 +84,7 @@ def _selection_stats(select, seed):
     maskable, units = _unit_batch(seed)
     m_given, u_given = maskable.clone(), units.clone()
     out = select(m_given, u_given, 0.15, torch.Generator().manual_seed(seed + 100))
-    if _is_stub_value(out):
+    if is_stub_value(out):
         return out
     stats = dict.fromkeys(
         [
@@ -96,7 +96,7 @@ def _selection_stats(select, seed):
             "arguments untouched",
         ]
     )
-    stats["output"] = _what(out)
+    stats["output"] = describe(out)
     if not isinstance(out, torch.Tensor) or out.shape != maskable.shape:
         return stats
     out = out.bool()
@@ -120,7 +120,7 @@ def _selection_stats(select, seed):
     }
 
 
-@_exercise(
+@register_exercise(
     "unit selection",
     "ernie_baidu",
     "my_select_units",
@@ -136,7 +136,7 @@ def _unit_selection():
     return reference, [(0,), (1,)]
 
 
-_question(
+register_question(
     "what entity masking changes",
     "ernie_baidu",
     "In this chapter every token is chosen with probability 0.15 at all three levels. "
@@ -150,7 +150,7 @@ _question(
     ],
     1,
 )
-_question(
+register_question(
     "where the dialogue embedding goes",
     "ernie_baidu",
     "ERNIE's dialogue language model marks each turn as a query (Q) or a response "

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 
-@_exercise("top-k filtering", "gpt", "my_top_k")
+@register_exercise("top-k filtering", "gpt", "my_top_k")
 def _top_k():
     from ..generate import filter_logits
 
@@ -18,7 +18,7 @@ def _top_k():
     return (lambda logits, k: filter_logits(logits, top_k=k)), cases
 
 
-@_exercise("cached causal mask", "gpt", "my_cache_mask")
+@register_exercise("cached causal mask", "gpt", "my_cache_mask")
 def _cache_mask():
     from .. import masks
 
@@ -30,7 +30,7 @@ def _cache_mask():
     ]
 
 
-_question(
+register_question(
     "why a causal mask",
     "gpt",
     "Why does GPT's pre-training use a causal mask?",
@@ -45,7 +45,7 @@ _question(
     2,
 )
 
-_question(
+register_question(
     "what a task must need",
     "gpt",
     "Suppose GPT were fine-tuned on sentences such as "

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 
-@_exercise("GPT-2 parameter count", "gpt2", "my_gpt2_params")
+@register_exercise("GPT-2 parameter count", "gpt2", "my_gpt2_params")
 def _gpt2_params():
     from ..config import preset
     from ..gpt import GPT
@@ -34,7 +34,7 @@ def _gpt2_params():
     ]
 
 
-@_exercise("pre-LN sublayer", "gpt2", "my_pre_ln")
+@register_exercise("pre-LN sublayer", "gpt2", "my_pre_ln")
 def _pre_ln():
     # fixed weights without touching the caller's random state
     with torch.random.fork_rng(devices=[]):
@@ -51,7 +51,7 @@ def _pre_ln():
     return (lambda x, norm, f: x + f(norm(x))), cases
 
 
-_question(
+register_question(
     "what pre-LN changes",
     "gpt2",
     "What does GPT-2's pre-LN change compared with the original post-LN Transformer?",
@@ -65,7 +65,7 @@ _question(
     2,
 )
 
-_question(
+register_question(
     "a zero-shot score at the majority share",
     "gpt2",
     "A zero-shot classifier scores 53% accuracy on a four-class test set in "

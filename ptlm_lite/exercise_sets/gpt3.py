@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 
 def _gpt3_task():
@@ -15,12 +15,12 @@ def _gpt3_task():
     return SymbolTasks(n_inputs=8, n_labels=8)  # the chapter's T
 
 
-@_exercise("k-shot prompt", "gpt3", "my_prompt")
+@register_exercise("k-shot prompt", "gpt3", "my_prompt")
 def _prompt():
     return _gpt3_task().prompt, [([], 3), ([(0, 1)], 0), ([(2, 5), (7, 7), (2, 5)], 4)]
 
 
-@_exercise("accuracy at the query", "gpt3", "my_accuracy")
+@register_exercise("accuracy at the query", "gpt3", "my_accuracy")
 def _accuracy():
     T = _gpt3_task()
 
@@ -38,7 +38,7 @@ def _accuracy():
     ]
 
 
-_question(
+register_question(
     "why no weight stores the answer",
     "gpt3",
     "In this chapter's in-context tasks, why can no weight of the model store "
@@ -53,7 +53,7 @@ _question(
     1,
 )
 
-_question(
+register_question(
     "what recall accuracy measures",
     "gpt3",
     "On the recall family (a random mapping per sequence), 8-shot accuracy "

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 
-@_exercise("lsh mask", "reformer", "my_lsh_mask")
+@register_exercise("lsh mask", "reformer", "my_lsh_mask")
 def _lsh_mask():
     from ..reformer import lsh_mask
 
@@ -45,7 +45,7 @@ class _Layer:
         return torch.tanh(x @ self.W)
 
 
-@_exercise("undo a reversible block", "reformer", "my_reverse")
+@register_exercise("undo a reversible block", "reformer", "my_reverse")
 def _reverse():
     def reference(y1, y2, f, g):
         x2 = y2 - g(y1)
@@ -55,7 +55,7 @@ def _reverse():
     return reference, cases
 
 
-_question(
+register_question(
     "why not attend to oneself",
     "reformer",
     "In LSH attention the keys are the queries, normalised (shared QK). Why does the "
@@ -69,7 +69,7 @@ _question(
     ],
     1,
 )
-_question(
+register_question(
     "what reversible layers cost",
     "reformer",
     "A reversible Transformer keeps only the last layer's output during the forward "

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 # as the chapter's WordPiece: [PAD] = 0, [CLS] = 2, [SEP] = 3
 CLS, SEP = 2, 3
 
 
-@_exercise("RoBERTa positions", "roberta", "my_positions")
+@register_exercise("RoBERTa positions", "roberta", "my_positions")
 def _positions():
     from ..roberta import roberta_positions
 
@@ -52,7 +52,7 @@ def _documents(seed, n_docs, max_sentences, max_words):
     ]
 
 
-@_exercise(
+@register_exercise(
     "full-sentences packing",
     "roberta",
     "my_pack",
@@ -72,7 +72,7 @@ def _pack():
     return reference, cases
 
 
-_question(
+register_question(
     "why 514 positions",
     "roberta",
     "roberta-base reads at most 512 tokens, yet its position table has 514 rows. Why?",
@@ -87,7 +87,7 @@ _question(
     ],
     1,
 )
-_question(
+register_question(
     "how often a static mask repeats",
     "roberta",
     "BERT wrote its training data with 10 differently masked copies and trained for "

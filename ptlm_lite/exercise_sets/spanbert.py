@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 
-@_exercise("span length distribution", "spanbert", "my_span_length_probs")
+@register_exercise("span length distribution", "spanbert", "my_span_length_probs")
 def _span_length_probs():
     from ..spanbert import span_length_probs
 
@@ -30,7 +30,7 @@ def _selected(seed: int, B: int = 5, T: int = 16) -> torch.Tensor:
     return selected
 
 
-@_exercise("span boundaries", "spanbert", "my_span_boundaries")
+@register_exercise("span boundaries", "spanbert", "my_span_boundaries")
 def _span_boundaries():
     from ..spanbert import span_boundaries
 
@@ -48,7 +48,7 @@ def _span_boundaries():
     return reference, cases
 
 
-_question(
+register_question(
     "what the SBO makes the boundary states hold",
     "spanbert",
     "The span boundary objective predicts every token of a hidden span from the two "

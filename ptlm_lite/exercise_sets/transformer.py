@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 
-@_exercise("causal mask", "transformer", "my_causal_mask")
+@register_exercise("causal mask", "transformer", "my_causal_mask")
 def _causal_mask():
     from .. import masks
 
     return masks.causal_mask, [(1,), (2,), (5,), (9,)]
 
 
-@_exercise("attention weights", "transformer", "my_attention_weights")
+@register_exercise("attention weights", "transformer", "my_attention_weights")
 def _attention_weights():
     from .. import masks
     from ..attention import attention
@@ -48,7 +48,7 @@ def _attention_weights():
     return reference, cases
 
 
-_question(
+register_question(
     "why divide by √d",
     "transformer",
     "Why are the attention scores q·k divided by √d before the softmax?",
@@ -62,7 +62,7 @@ _question(
     1,
 )
 
-_question(
+register_question(
     "what teacher forcing feeds",
     "transformer",
     "When the date model trains with teacher forcing, what does the decoder read "

@@ -9,10 +9,10 @@ import math
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 
-@_exercise("same-length memory mask", "transformer_xl", "my_window_mask")
+@register_exercise("same-length memory mask", "transformer_xl", "my_window_mask")
 def _window_mask():
     from ..transformer_xl import window_mask
 
@@ -30,7 +30,7 @@ def _relative_case(seed, Tq, Tk, d):
     return q, k, sinusoidal_positions(Tk, d), W_r, u, v
 
 
-@_exercise("relative attention scores", "transformer_xl", "my_relative_scores")
+@register_exercise("relative attention scores", "transformer_xl", "my_relative_scores")
 def _relative_scores():
     from .. import masks
     from ..transformer_xl import RelativeAttention
@@ -57,7 +57,7 @@ def _relative_scores():
     return reference, cases
 
 
-_question(
+register_question(
     "longest dependency",
     "transformer_xl",
     "A Transformer-XL with 16 layers evaluates with the same-length mask and a window "
@@ -71,7 +71,7 @@ _question(
     ],
     2,
 )
-_question(
+register_question(
     "why detach the memory",
     "transformer_xl",
     "Transformer-XL reads the previous segment's states as keys and values but stops "

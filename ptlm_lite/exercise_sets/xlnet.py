@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ..exercises import _exercise, _question
+from ..exercises import register_exercise, register_question
 
 
 def _orders(seed, Ts):
@@ -15,7 +15,7 @@ def _orders(seed, Ts):
     return [torch.randperm(T, generator=g) for T in Ts]
 
 
-@_exercise("permutation masks", "xlnet", "my_permutation_masks")
+@register_exercise("permutation masks", "xlnet", "my_permutation_masks")
 def _permutation_masks():
     from ..xlnet import permutation_masks
 
@@ -27,7 +27,7 @@ def _permutation_masks():
     return reference, cases
 
 
-@_exercise("partial prediction", "xlnet", "my_partial_prediction")
+@register_exercise("partial prediction", "xlnet", "my_partial_prediction")
 def _partial_prediction():
     from ..xlnet import partial_prediction
 
@@ -36,7 +36,7 @@ def _partial_prediction():
     return partial_prediction, cases + [(torch.tensor([2, 0, 3, 1]), 2)]
 
 
-_question(
+register_question(
     "why a query stream",
     "xlnet",
     "The order 我, 爱 has been read; the next position of the order is either 生 (third "

@@ -89,9 +89,7 @@ def mlm_corruption(tok, p: float = 0.15, proportions=(0.8, 0.1, 0.1)) -> Callabl
     )
 
 
-def _token_documents(
-    tok, corpus: str, split: str, n_docs: int
-) -> list[list[list[int]]]:
+def token_documents(tok, corpus: str, split: str, n_docs: int) -> list[list[list[int]]]:
     from ..data import documents
 
     docs = (
@@ -147,7 +145,7 @@ def pretraining_batches(
             f"{batch_size}"
         )
     corrupt = corrupt or mlm_corruption(tok)
-    all_docs = [_token_documents(tok, name, split, n_docs) for name in corpora]
+    all_docs = [token_documents(tok, name, split, n_docs) for name in corpora]
     ids = tok.special_ids
     share = [batch_size // len(corpora)] * len(corpora)
     share[0] += batch_size - sum(share)

@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 
-def _check_generator(generator):
+def check_generator(generator):
     if not isinstance(generator, torch.Generator):
         raise TypeError(
             f"generator must be a torch.Generator (e.g. torch.Generator()."
@@ -96,7 +96,7 @@ def segment_pairs(
     :func:`ptlm_lite.corrupt.pack_pairs`, which trims the longer side to its
     ``max_len``.
     """
-    _check_generator(generator)
+    check_generator(generator)
     _check_documents(documents)
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
@@ -169,7 +169,7 @@ def full_sentences(
         raise ValueError(f"max_len must be an integer >= 3, got {max_len!r}")
     order = list(range(len(documents)))
     if generator is not None:
-        _check_generator(generator)
+        check_generator(generator)
         order = torch.randperm(len(documents), generator=generator).tolist()
     budget = max_len - 2  # room between [CLS] and the final [SEP]
     rows, row = [], []
@@ -216,7 +216,7 @@ def static_masks(
     masking (``dupe_factor = 10`` copies, each with its own mask). ``corrupt(ids,
     generator=g) -> Masked``, e.g. :func:`ptlm_lite.recipes.bert.mlm_corruption`.
     """
-    _check_generator(generator)
+    check_generator(generator)
     if not isinstance(copies, int) or copies < 1:
         raise ValueError(f"copies must be a positive integer, got {copies!r}")
     return [corrupt(ids, generator=generator) for _ in range(copies)]

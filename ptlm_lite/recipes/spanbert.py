@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 
 from ..spanbert import span_mask
-from .bert import _token_documents, mlm_corruption
+from .bert import token_documents, mlm_corruption
 
 __all__ = [
     "starts_word_table",
@@ -71,7 +71,7 @@ def _streams(tok, split: str, corpora, n_docs: int) -> list[list[list[int]]]:
             f"{corpora!r}"
         )
     return [
-        [s for d in _token_documents(tok, c, split, n_docs) for s in d if s]
+        [s for d in token_documents(tok, c, split, n_docs) for s in d if s]
         for c in corpora
     ]
 

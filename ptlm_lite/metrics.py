@@ -1,0 +1,58 @@
+"""Scores that expose a constant predictor: accuracy, macro-F1 (scikit-learn's) and
+whether every prediction is the same class.
+
+A model that always answers the most frequent class scores the majority share in
+accuracy; macro-F1 (the mean over classes of each class's F1) gives it one class's F1
+divided by the number of classes, and :func:`scores` says ``constant`` outright. Used by
+:mod:`ptlm_lite.finetune` (``chapters/bert.ipynb``, ``chapters/gpt.ipynb``) and the
+suite's surface baselines.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["is_constant", "macro_f1", "scores"]
+
+
+def is_constant(predictions) -> bool:
+    """True if every prediction is the same class: the model learned the label
+    frequencies only.
+    """
+    values = np.asarray(predictions).ravel()
+    return len(values) > 0 and bool((values == values[0]).all())
+
+
+def macro_f1(predictions, labels) -> float:
+    """The mean over classes of each class's F1 (the harmonic mean of its precision and
+    recall), over the classes that occur in ``labels`` or ``predictions``:
+    ``sklearn.metrics.f1_score(average="macro")`` (a class never predicted has F1 = 0).
+    A constant predictor on K balanced classes gets 2 / (K + 1) / K.
+    """
+    from sklearn.metrics import f1_score
+
+    p, y = np.asarray(predictions).ravel(), np.asarray(labels).ravel()
+    if p.shape != y.shape or len(y) == 0:
+        raise ValueError(
+            f"predictions and labels must be non-empty and of one length, got "
+            f"{p.shape}, {y.shape}"
+        )
+    return float(
+        f1_score(y, p, labels=np.union1d(p, y), average="macro", zero_division=0)
+    )
+
+
+def scores(predictions, labels, n_labels: int | None = None) -> dict:
+    """``{"accuracy", "macro_f1", "constant"}`` of ``predictions`` against
+    ``labels``."""
+    p, y = np.asarray(predictions).ravel(), np.asarray(labels).ravel()
+    if n_labels is not None and len(p) and (p.min() < 0 or p.max() >= n_labels):
+        raise ValueError(
+            f"predictions must be in [0, {n_labels}), got values in [{p.min()}, "
+            f"{p.max()}]"
+        )
+    return {
+        "accuracy": float(np.mean(p == y)),
+        "macro_f1": macro_f1(p, y),
+        "constant": is_constant(p),
+    }
