@@ -164,6 +164,61 @@ class SymbolTasks:
         )
 
     @torch.no_grad()
+    def shot_scores(self, model, family: str, n: int, pairs: int, g, shots) -> dict:
+        """Per-example scores at each number of shots in ``shots`` on ``n`` new
+        sequences of ``family`` (GPT-3 chapter: the rows of a verdict's per-example
+        data; the same ``g`` gives the same sequences to every model).
+
+        Returns (n, len(shots)) tensors: ``correct`` (1/0: the model's answer to the
+        k-shot query), ``seen`` (the query had been demonstrated) and ``copier`` (what
+        copying scores on that query, in expectation: 1 if seen, else ``1 /
+        n_labels``), and ``y`` (the right labels).
+        """
+        b = self.sequences(n, pairs, family, g)
+        logits = model(b["ids"]).logits[:, 1::2]  # (n, pairs, V) at the queries
+        correct = (self.label_logits(logits, b["x"]).argmax(-1) == b["y"]).float()
+        k = torch.as_tensor(list(shots), dtype=torch.long)
+        seen = b["seen"][:, k]
+        return {
+            "correct": correct[:, k],
+            "seen": seen,
+            "copier": torch.where(seen, 1.0, 1.0 / self.n_labels),
+            "y": b["y"][:, k],
+        }
+
+    @torch.no_grad()
+    def unseen_scores(self, model, family: str, n: int, g, shots) -> torch.Tensor:
+        """(n, len(shots)) 1/0: the model's answer to a query that is *not* among the
+        k demonstrations (GPT-3 chapter: can a rule answer what copying cannot?).
+
+        Each of the ``n`` episodes draws a mapping of ``family``, a query ``q`` and
+        ``max(shots)`` demonstrations whose inputs are drawn uniformly from the other
+        ``n_inputs - 1``: the demonstrations a sequence holds before an unseen query,
+        exactly. The k-shot prompt is the first k of them, then ``q``, so every k is
+        scored on the same episodes (and a same ``g``, on the same ones for every
+        model).
+        """
+        if self.n_inputs < 2:
+            raise ValueError("an unseen query needs n_inputs >= 2")
+        shots = list(shots)
+        maps = self.mappings(family, n, g)  # (n, K)
+        q = torch.randint(self.n_inputs, (n,), generator=g)
+        # inputs other than q: draw from K - 1 and skip q
+        other = torch.randint(self.n_inputs - 1, (n, max(shots)), generator=g)
+        xs = other + (other >= q[:, None]).long()
+        ys = maps.gather(1, xs)
+        answer = maps.gather(1, q[:, None])[:, 0]
+        out = []
+        for k in shots:
+            ids = torch.full((n, 2 + 2 * k), self.BOS, dtype=torch.long)
+            ids[:, 1 : 2 * k : 2] = self.query_token(xs[:, :k])
+            ids[:, 2 : 2 * k + 1 : 2] = self.answer_token(xs[:, :k], ys[:, :k])
+            ids[:, -1] = self.query_token(q)
+            logits = model(ids).logits[:, -1]
+            out.append((self.label_logits(logits, q).argmax(-1) == answer).float())
+        return torch.stack(out, 1)
+
+    @torch.no_grad()
     def shot_accuracy(self, model, family: str, n: int, pairs: int, g, shots) -> list:
         """Accuracy at each number of shots in ``shots`` on ``n`` new sequences of
         ``family``, split by whether the query had been demonstrated (GPT-3 chapter).
@@ -174,32 +229,36 @@ class SymbolTasks:
         ``constant answer`` (the best a model answering one label whatever it reads can
         score: the most frequent answer's share). Such a model scores about
         ``1 / n_labels`` on every part, so the chapter's asserts on seen queries fail
-        for it (a test checks).
+        for it (a test checks). The per-example scores behind the rows:
+        :meth:`shot_scores`.
         """
-        b = self.sequences(n, pairs, family, g)
-        logits = model(b["ids"]).logits[:, 1::2]  # (n, pairs, V) at the queries
-        correct = (self.label_logits(logits, b["x"]).argmax(-1) == b["y"]).float()
-        nan = float("nan")
-        rows = []
-        for k in shots:
-            seen = b["seen"][:, k]
+        return self.accuracy_rows(
+            family, self.shot_scores(model, family, n, pairs, g, shots), shots
+        )
+
+    def accuracy_rows(self, family: str, scores: dict, shots) -> list:
+        """:meth:`shot_accuracy`'s rows from :meth:`shot_scores`' ``scores``."""
+        nan, rows = float("nan"), []
+        correct, seen_all, n = scores["correct"], scores["seen"], len(scores["y"])
+        for j, k in enumerate(shots):
+            seen = seen_all[:, j]
             share = seen.float().mean().item()
             rows.append(
                 {
                     "family": family,
                     "shots": k,
-                    "accuracy": correct[:, k].mean().item(),
+                    "accuracy": correct[:, j].mean().item(),
                     "copier": share + (1 - share) / self.n_labels,
                     "constant answer": torch.bincount(
-                        b["y"][:, k], minlength=self.n_labels
+                        scores["y"][:, j], minlength=self.n_labels
                     )
                     .max()
                     .item()
                     / n,
-                    "seen queries": correct[seen, k].mean().item()
+                    "seen queries": correct[seen, j].mean().item()
                     if seen.any()
                     else nan,
-                    "unseen queries": correct[~seen, k].mean().item()
+                    "unseen queries": correct[~seen, j].mean().item()
                     if (~seen).any()
                     else nan,
                     "share seen": share,

@@ -483,3 +483,25 @@ def test_every_exercise_of_the_chapter_has_wrong_answers():
     mine = {n for n, s in E.EXERCISES.items() if s.chapter == "ernie_baidu"}
     assert mine == set(WRONG_ANSWERS)
     assert {n for n, q in E.QUESTIONS.items() if q.chapter == "ernie_baidu"}
+
+
+def test_friend_probes_have_one_right_answer_among_their_candidates(tok):
+    world = make_world(0, n_entities=30)
+    sentences = {t for t, _ in R.world_sentences(world)}
+    base = R.fact_probes(world)
+    probes = R.fact_probes(world, friends=True)
+    friends = [p for p in probes if p.relation == "friend_of"]
+    assert [p for p in probes if p.relation != "friend_of"] == base
+    assert friends and all(p.before + p.answer + p.after in sentences for p in friends)
+    people = {e.name for e in world.of_kind(R.FRIEND_KIND)}
+    assert all(p.kind == R.FRIEND_KIND and p.answer in people for p in friends)
+    assert all(p.answer not in p.others and set(p.others) <= people for p in friends)
+    assert any(p.others for p in friends)  # someone has several friends
+    # an oracle that prefers every friend of a person still ranks the probe's own
+    # answer first: the other friends are not candidates
+    p = next(p for p in friends if p.others)
+    cands = {R.FRIEND_KIND: sorted(people)}
+    names = [p.answer, *p.others]
+    c = R.cloze_accuracy(_Oracle(tok, names, tok.vocab_size), tok, [p], cands)
+    assert c.chosen[0] in names and c.chosen[0] not in p.others
+    assert len(R.fact_probes(world, "template", friends=True)) == len(probes)

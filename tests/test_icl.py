@@ -58,3 +58,57 @@ def test_seen_prompt_names_and_label_logits():
     assert torch.equal(
         T.prompt(list(zip(x[:k], y[:k])), x[k]), seq["ids"][0, : 2 * k + 2]
     )
+
+
+class _Copier(torch.nn.Module):
+    """A 'model' that answers a query with its latest demonstration, else label 0."""
+
+    def __init__(self, T):
+        super().__init__()
+        self.T = T
+
+    def forward(self, ids):
+        from types import SimpleNamespace
+
+        T, (B, L) = self.T, ids.shape
+        logits = torch.zeros(B, L, T.vocab_size)
+        for b in range(B):
+            shown = {}
+            for i, t in enumerate(ids[b].tolist()):
+                if 1 <= t <= T.n_inputs:
+                    x = t - 1
+                    y = shown.get(x, 0)
+                    logits[b, i, int(T.answer_token(x, y))] = 1.0
+                elif t > T.n_inputs:
+                    x, y = divmod(t - 1 - T.n_inputs, T.n_labels)
+                    shown[x] = y
+        return SimpleNamespace(logits=logits)
+
+
+def test_shot_scores_are_the_rows_per_example():
+    T, shots = SymbolTasks(4, 4), [0, 1, 3]
+    model = _Copier(T)
+    s = T.shot_scores(model, "recall", 60, 5, torch.Generator().manual_seed(4), shots)
+    assert s["correct"].shape == s["seen"].shape == s["copier"].shape == (60, 3)
+    # a copier is right on every seen query; its expected score is 1 there
+    assert (s["correct"][s["seen"]] == 1).all() and (s["copier"][s["seen"]] == 1).all()
+    assert torch.allclose(s["copier"][~s["seen"]], torch.tensor(0.25))
+    assert not s["seen"][:, 0].any()  # nothing is seen at 0 shots
+    rows = T.shot_accuracy(
+        model, "recall", 60, 5, torch.Generator().manual_seed(4), shots
+    )
+    assert [r["accuracy"] for r in rows] == pytest.approx(s["correct"].mean(0).tolist())
+    assert [r["copier"] for r in rows] == pytest.approx(s["copier"].mean(0).tolist())
+
+
+def test_unseen_scores_never_show_the_query():
+    T, shots = SymbolTasks(4, 4), [0, 2, 8]
+    model = _Copier(T)
+    # a copier answers label 0 to every unseen query: right exactly when the answer
+    # is y0, about 1 in 4 on shift tasks, at every k
+    u = T.unseen_scores(model, "shift", 400, torch.Generator().manual_seed(5), shots)
+    assert u.shape == (400, 3)
+    assert torch.equal(u[:, 0], u[:, 1]) and torch.equal(u[:, 0], u[:, 2])
+    assert 0.15 < u.mean().item() < 0.35
+    with pytest.raises(ValueError, match="n_inputs"):
+        SymbolTasks(1, 2).unseen_scores(model, "shift", 2, torch.Generator(), [1])

@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 TAIL_KINDS = ("city", "organisation", "country")  # the probed facts' answers
+# with ``fact_probes(..., friends=True)`` a person's friends are probed too
+FRIEND_KIND = "person"
 # (head kind, tail kind) -> the relation a document sentence states (the suite's names)
 RELATIONS = {
     ("person", "city"): "born_in",
@@ -52,6 +54,7 @@ TEMPLATES = {  # the suite's prompts (ptlm_lite.suite), never a sentence of the 
     "works_for": "{} works for ",
     "city_in": "{} is a city in ",
     "based_in": "{} is based in ",
+    "friend_of": "{} is a friend of ",
 }
 
 
@@ -187,11 +190,17 @@ class Probe:
     after: str
     kind: str  # the tail's kind: the candidates are every entity of it
     relation: str
+    # other true answers (a person has several friends): left out of the candidates,
+    # so that the probe has one right answer among them (a filtered ranking, as LAMA)
+    others: tuple = ()
 
 
-def fact_probes(world, form: str = "sentence") -> list[Probe]:
+def fact_probes(world, form: str = "sentence", friends: bool = False) -> list[Probe]:
     """One probe per fact whose tail is a city, organisation or country: "X was born in
-    C", "X works for O", "C is a city in K", "O is based in C" (the suite's relations).
+    C", "X works for O", "C is a city in K", "O is based in C" (the suite's relations);
+    with ``friends=True`` also one per friendship sentence, "X is a friend of [Y]"
+    (``friend_of``, a person among the persons; X's other friends are the probe's
+    ``others``, left out of its candidates).
 
     ``form="sentence"``: the very sentence of the pre-training documents that states the
     fact ("X was born in C and works for O."), the tail hidden. ``form="template"``: the
@@ -200,19 +209,46 @@ def fact_probes(world, form: str = "sentence") -> list[Probe]:
     """
     if form not in ("sentence", "template"):
         raise ValueError(f"form must be 'sentence' or 'template', got {form!r}")
-    probes = []
+    probes, friend_of = [], {}
+    if friends:  # friendship is symmetric: either person's document may state it
+        for doc in world.documents:
+            for text, spans in world_sentences(_single(doc)):
+                people = [s.entity for s in spans if s.label == FRIEND_KIND]
+                if " is a friend of " in text and len(people) == 2:
+                    a, b = people
+                    friend_of.setdefault(a, set()).add(b)
+                    friend_of.setdefault(b, set()).add(a)
     for doc in world.documents:
         head = world.entities[doc.entity]
         for text, spans in world_sentences(_single(doc)):
             for s in spans:
-                if s.label in TAIL_KINDS and s.entity != head.id:
+                if s.entity == head.id:
+                    continue
+                others: tuple = ()
+                if s.label in TAIL_KINDS:
                     relation = RELATIONS[head.kind, s.label]
-                    before, after = text[: s.start], text[s.end :]
-                    if form == "template":
-                        before, after = TEMPLATES[relation].format(head.name), "."
-                    probes.append(
-                        Probe(before, text[s.start : s.end], after, s.label, relation)
+                elif (
+                    friends
+                    and s.label == FRIEND_KIND
+                    and s.entity in friend_of.get(head.id, ())
+                ):
+                    relation = "friend_of"
+                    others = tuple(
+                        sorted(
+                            world.entities[e].name
+                            for e in friend_of[head.id] - {s.entity}
+                        )
                     )
+                else:
+                    continue
+                before, after = text[: s.start], text[s.end :]
+                if form == "template":
+                    before, after = TEMPLATES[relation].format(head.name), "."
+                probes.append(
+                    Probe(
+                        before, text[s.start : s.end], after, s.label, relation, others
+                    )
+                )
     return probes
 
 
@@ -246,7 +282,8 @@ def cloze_accuracy(model, tok, probes: list[Probe], candidates: dict, batch_size
     """Zero-shot knowledge cloze: how often each probe's answer scores highest among
     ``candidates[kind]``. Returns a :class:`Cloze`.
 
-    For each candidate of k word pieces the tail becomes k [MASK]s and the candidate
+    A probe's ``others`` (further true answers) are left out of its candidates. For
+    each candidate of k word pieces the tail becomes k [MASK]s and the candidate
     scores the mean log-probability of its pieces there (the mean, so that long names
     are not penalised for their length). The model reads the probe once per candidate,
     with nothing else in the sequence: no fine-tuning, no new head.
@@ -257,6 +294,8 @@ def cloze_accuracy(model, tok, probes: list[Probe], candidates: dict, batch_size
     for i, p in enumerate(probes):
         before, after = tok.encode(p.before), tok.encode(p.after)
         for c in candidates[p.kind]:
+            if c in p.others:
+                continue
             c_ids = tok.encode(c)
             rows.append([cls] + before + [mask] * len(c_ids) + after + [sep])
             wanted.append([-1] * (1 + len(before)) + c_ids + [-1] * (len(after) + 1))
