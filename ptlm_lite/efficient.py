@@ -125,12 +125,17 @@ def global_mask(T: int, n_global: int, window: int) -> torch.Tensor:
 
 def lsh_buckets(x: torch.Tensor, n_buckets: int, generator: torch.Generator):
     """Reformer's angular hash: bucket = argmax([xR; −xR]) for a random R (d,
-    n_buckets/2): vectors at a small angle tend to share one. (..., T, d) -> (..., T).
+    n_buckets/2): vectors at a small angle tend to share one. (..., T, d) -> (..., T):
+    :func:`ptlm_lite.reformer.hash_buckets` with one head and one round.
     """
     if _int("n_buckets", n_buckets, 2) % 2:
         raise ValueError(f"n_buckets must be even, got {n_buckets}")
-    xr = x @ torch.randn(x.shape[-1], n_buckets // 2, generator=generator)
-    return torch.cat([xr, -xr], dim=-1).argmax(-1)
+    from .reformer import hash_buckets  # the one LSH function: one head, one round
+
+    *lead, T, d = x.shape
+    return hash_buckets(x.reshape(-1, 1, T, d), n_buckets, 1, generator).reshape(
+        *lead, T
+    )
 
 
 def bucket_mask(buckets: torch.Tensor, causal: bool = False) -> torch.Tensor:

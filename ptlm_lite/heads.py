@@ -201,7 +201,8 @@ class MultiTask(nn.Module):
     ``MultiTask(bert, {"nli": BertForSequenceClassification(bert, n_labels=3), "qa":
     BertForSpanExtraction(bert)})``: every head must be built on ``bert`` itself, so
     one update through any head changes the encoder they all read.
-    ``forward(task, **batch)`` runs that task's head: ``model("nli", ids=..., labels=...)``.
+    ``forward(task, **batch)`` runs that task's head: ``model("nli", ids=...,
+    labels=...)``.
     """
 
     def __init__(self, encoder, heads: dict):

@@ -144,7 +144,7 @@ def prefix_mask(T: int, prefix: int, device=None) -> torch.Tensor:
 
 
 def permutation_masks(
-    order: Sequence[int] | torch.Tensor,
+    order: Sequence[int] | torch.Tensor, memory: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """XLNet's two masks for one factorisation order (a permutation of ``range(T)``).
 
@@ -166,30 +166,37 @@ def permutation_masks(
 
     Row 1 is predicted last and sees the three others; row 2 is predicted first and sees
     nothing (its output comes from its position alone). The content stream is the same
-    plus the diagonal. Returns ``(content, query)``, each ``(T, T)``.
+    plus the diagonal. ``memory`` columns in front (Transformer-XL's memory) are visible
+    to everyone. Returns ``(content, query)``, each ``(T, memory + T)``, or ``(B, T,
+    memory + T)`` for a ``(B, T)`` batch of orders. The model of
+    ``chapters/xlnet.ipynb`` and its widget both use this one function.
     """
     order = torch.as_tensor(order)
-    if order.dim() != 1 or order.dtype not in (
+    if order.dim() not in (1, 2) or order.dtype not in (
         torch.int64,
         torch.int32,
         torch.int16,
         torch.int8,
     ):
         raise TypeError(
-            f"order must be a 1-D sequence of integers, got {order.dtype} of shape "
-            f"{tuple(order.shape)}"
+            "order must be a 1-D sequence of integers (or a (B, T) batch of them), "
+            f"got {order.dtype} of shape {tuple(order.shape)}"
         )
-    T = order.numel()
+    T = order.shape[-1]
     _check_len("len(order)", T)
-    if not torch.equal(order.sort().values, torch.arange(T, dtype=order.dtype)):
+    if not torch.equal(
+        order.sort(-1).values, torch.arange(T).to(order).expand_as(order)
+    ):
         raise ValueError(
             f"order must be a permutation of range({T}), got {order.tolist()}"
         )
-    rank = torch.empty(T, dtype=torch.long)
-    rank[order.long()] = torch.arange(T)
-    content = rank[None, :] <= rank[:, None]
-    query = rank[None, :] < rank[:, None]
-    return content, query
+    if isinstance(memory, bool) or not isinstance(memory, int) or memory < 0:
+        raise ValueError(f"memory must be an integer >= 0, got {memory!r}")
+    rank = order.long().argsort(-1)  # rank[i] = t where z_t = i
+    content = rank[..., None, :] <= rank[..., :, None]  # (…, T, T)
+    query = rank[..., None, :] < rank[..., :, None]
+    pad = content.new_ones(*content.shape[:-1], memory)
+    return torch.cat([pad, content], -1), torch.cat([pad, query], -1)
 
 
 def combine(*masks: torch.Tensor) -> torch.Tensor:

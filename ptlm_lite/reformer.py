@@ -40,7 +40,7 @@ from torch import nn
 from . import masks
 from .attention import MultiHeadAttention, attention
 from .config import Config, register_preset
-from .layers import Embeddings, FeedForward
+from .layers import Embeddings, FeedForward, init_weights
 from .output import Output, cross_entropy
 from .stack import Model, Stack
 
@@ -301,11 +301,7 @@ class Reformer(Model):
         self.blocks = Stack(config, attention=attn, block=ReversibleBlock)
         self.ln_f = nn.LayerNorm(2 * D, eps=c.ln_eps)  # over [Y₁ ; Y₂]
         self.head = nn.Linear(2 * D, c.vocab_size)
-        for m in self.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, std=0.02)
-            if isinstance(m, nn.Linear) and m.bias is not None:
-                nn.init.zeros_(m.bias)
+        self.apply(init_weights)  # the book's one initialiser: N(0, 0.02)
 
     def forward(self, ids, targets=None, mask=None, return_attention=False) -> Output:
         x = self.embed(ids)

@@ -12,7 +12,6 @@ Introduced in ``chapters/transformer.ipynb``; every chapter trains with it.
 from __future__ import annotations
 
 import math
-import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -227,10 +226,11 @@ def _param_groups(model, groups, lr, multiplier, weight_decay) -> list[dict]:
                 f"param_groups[{i}] must be a dict with 'params' (and optionally 'lr', "
                 f"'schedule'), got {g!r}"
             )
-        if set(g) - {"params", "lr", "schedule"}:
+        unknown = sorted(set(g) - {"params", "lr", "schedule"})
+        if unknown:
             raise ValueError(
-                f"param_groups[{i}] has unknown keys {sorted(set(g) - {'params', 'lr', 'schedule'})}: "
-                "it takes 'params', 'lr' and 'schedule'"
+                f"param_groups[{i}] has unknown keys {unknown}: it takes 'params', "
+                "'lr' and 'schedule'"
             )
         ps = g["params"]
         ps = list(ps.parameters() if isinstance(ps, torch.nn.Module) else ps)

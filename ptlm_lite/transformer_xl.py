@@ -42,7 +42,7 @@ from torch import nn
 from . import masks
 from .attention import Dropout, MultiHeadAttention
 from .config import Config, register_preset
-from .layers import check_ids, sinusoidal_positions
+from .layers import check_ids, init_weights, sinusoidal_positions
 from .output import Output, cross_entropy
 from .stack import Memory, Model, Stack
 
@@ -146,11 +146,7 @@ class TransformerXL(Model):
         self.head = nn.Linear(D, config.vocab_size, bias=False)
         if config.tie_weights:
             self.head.weight = self.tok.weight
-        for m in self.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, std=0.02)
-            if isinstance(m, nn.Linear) and m.bias is not None:
-                nn.init.zeros_(m.bias)
+        self.apply(init_weights)  # the book's one initialiser: N(0, 0.02)
 
     def new_memory(self, mem_len: int | None = None) -> Memory:
         """An empty memory of ``mem_len`` positions (default ``config.mem_len``)."""

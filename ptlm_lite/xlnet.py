@@ -34,14 +34,15 @@ from torch import nn
 
 from .attention import Dropout
 from .config import register_preset
-from .layers import Block, check_ids
+from .layers import Block, check_ids, init_weights
+from .masks import permutation_masks  # XLNet's two masks: the one function, in masks
 from .output import Output, cross_entropy
 from .stack import Memory, Model
 from .transformer_xl import RelativeAttention, XLConfig
 
 __all__ = [
     "TwoStreamBlock", "XLNet", "XLNetAttention", "XLNetConfig",
-    "partial_prediction", "permutation_masks", "sample_order",
+    "partial_prediction", "sample_order",
 ]  # fmt: skip
 
 
@@ -63,30 +64,6 @@ def _check_order(order) -> torch.Tensor:
     if not torch.equal(order.sort(-1).values, torch.arange(T).expand_as(order)):
         raise ValueError(f"order must be a permutation of 0..{T - 1}, got {order}")
     return order
-
-
-def permutation_masks(order, memory: int = 0):
-    """The content and query masks of a factorisation order z (True = may attend).
-
-    Position i may see position j if j comes earlier in the order (query stream), or
-    earlier or is i itself (content stream). ``order = [2, 0, 1]`` (z_1 = 2, ...)::
-
-        content   query        rows: position i, columns: key j
-        ■ ■ ■     · · ■        0 sees 2 (and itself)
-        · ■ ■     ■ · ■        1 sees 2, 0 (and itself)
-        · · ■     · · ·        2 comes first: sees only itself / nothing
-
-    ``memory`` columns in front are visible to everyone. Returns two bool tensors of
-    shape ``(T, memory + T)``, or ``(B, T, memory + T)`` for a batch of orders.
-    """
-    order = _check_order(order)
-    if not isinstance(memory, int) or memory < 0:
-        raise ValueError(f"memory must be an integer >= 0, got {memory!r}")
-    rank = order.argsort(-1)  # rank[i] = t where z_t = i
-    content = rank[..., None, :] <= rank[..., :, None]  # (…, T, T)
-    query = rank[..., None, :] < rank[..., :, None]
-    pad = content.new_ones(*content.shape[:-1], memory)
-    return torch.cat([pad, content], -1), torch.cat([pad, query], -1)
 
 
 def partial_prediction(order, K: float) -> torch.Tensor:
@@ -184,11 +161,7 @@ class XLNet(Model):
         )
         self.head = nn.Linear(D, config.vocab_size)
         self.head.weight = self.tok.weight  # tied, as in XLNet
-        for m in self.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(m.weight, std=0.02)
-            if isinstance(m, nn.Linear) and m.bias is not None:
-                nn.init.zeros_(m.bias)
+        self.apply(init_weights)  # the book's one initialiser: N(0, 0.02)
         nn.init.normal_(self.mask_emb, std=0.02)
 
     def new_memory(self, mem_len: int | None = None) -> Memory:

@@ -67,3 +67,16 @@ def test_chapter_runs_with_fresh_seeds_under_a_step_cap(path):
     assert len(verdicts) == len(meta.get("verdicts", [])), (
         "the capped run printed another number of verdicts than the committed one"
     )
+
+
+def test_the_replication_page_shows_the_current_record():
+    import hashlib
+
+    page = json.loads((ROOT / "book" / "replication.ipynb").read_text())
+    shown = json.dumps([c.get("outputs", []) for c in page["cells"]])
+    raw = (ROOT / "book" / "data" / "replication.json").read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()[:12]
+    assert f"record {digest}" in shown, (
+        "book/replication.ipynb shows an older replication record: "
+        "python scripts/execute.py book/replication.ipynb"
+    )

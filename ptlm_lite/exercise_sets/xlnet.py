@@ -17,7 +17,7 @@ def _orders(seed, Ts):
 
 @register_exercise("permutation masks", "xlnet", "my_permutation_masks")
 def _permutation_masks():
-    from ..xlnet import permutation_masks
+    from ..masks import permutation_masks
 
     def reference(order):
         return permutation_masks(order)
