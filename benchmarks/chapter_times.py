@@ -1,43 +1,71 @@
-"""How long each chapter takes: execute every notebook of the book fresh, record time
-and memory.
+"""How long each chapter takes: execute every notebook of the book fresh, record time,
+memory and the verdicts it printed.
 
-    python benchmarks/chapter_times.py                    # every notebook in _toc.yml (+ new chapters/)
-    python benchmarks/chapter_times.py chapters/gpt.ipynb # only these
-    python benchmarks/chapter_times.py --scale small      # set SCALE = "small" in the parameters cell
-    python benchmarks/chapter_times.py --page-only        # only rewrite book/timings.md from the JSON
+    python benchmarks/chapter_times.py              # every notebook in _toc.yml
+    python benchmarks/chapter_times.py chapters/gpt.ipynb          # only these
+    python benchmarks/chapter_times.py --scale small --jobs 4      # a GPU machine
+    python benchmarks/chapter_times.py --page-only  # only rewrite book/timings.md
+    python benchmarks/chapter_times.py --scales-page               # only book/scales.md
 
 Each notebook runs in a fresh kernel (nbclient), offline (``HF_HUB_OFFLINE=1`` and
 friends) and with its own empty temporary ``PTLM_CACHE``, so nothing trained or
 downloaded earlier is reused: the time is what a reader who opens only that chapter
 waits. Notebooks are read and executed in memory and never written back (a file that
 changes on disk meanwhile, because someone else re-executed it, is noted in the record).
+With ``--jobs N`` (N > 1) the script runs itself once per notebook, N processes at a
+time, each with its own environment, cache and verdict log; the times were then measured
+N at a time (``jobs`` in the JSON), and each kernel gets ``PTLM_THREADS`` = its share of
+the cores unless that variable is set.
 
 Recorded per notebook: wall time of all cells (kernel start-up excluded), peak resident
 memory of the kernel process (``VmHWM`` from ``/proc/<pid>/status``, read just before
-the kernel shuts down; ``ru_maxrss`` of the children where /proc does not exist), and
-the load average. The results go to ``benchmarks/chapter_times.json`` with a description
-of the machine; then ``book/timings.md``, the book's page of timings, is written from
-that file (a Markdown page with a table, which the book renders as an HTML table; it has
-no code, so no launch button either).
+the kernel shuts down; ``ru_maxrss`` of the children where /proc does not exist), the
+load average, every verdict it printed (:mod:`ptlm_lite.verdict` logs them to
+``$PTLM_VERDICT_LOG``, as for ``scripts/execute.py``), and, asked of the kernel after
+its last cell, the ``SCALE`` it ran with, the device ``ptlm_lite.train.auto_device()``
+picks there and the peak GPU memory (``torch.cuda.max_memory_allocated``; None without
+CUDA). A notebook that runs past ``--notebook-timeout`` seconds is stopped (its kernel
+killed) and recorded with status ``timeout``, the seconds so far and the verdicts
+printed so far.
+
+The results go to ``benchmarks/chapter_times.json`` (``--scale small``:
+``benchmarks/chapter_times_small.json``, so a small run never overwrites the tiny
+record; ``--json PATH`` elsewhere) with a description of the machine (GPU, CUDA, compute
+capability and bf16 support where there is one), the date, the scale, ``jobs`` and the
+seed set (``PTLM_SEED_SET``). Then the page that shows them is written: after the
+default run ``book/timings.md``, the book's page of timings (a Markdown page with a
+table, which the book renders as an HTML table; it has no code, so no launch button
+either); after a small run ``book/scales.md``, "Does it hold at a larger scale?", each
+chapter's verdicts at ``tiny`` (stored in the committed notebooks by
+``scripts/execute.py``) beside those of the small run.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import concurrent.futures
 import json
+import math
 import os
 import pathlib
 import platform
 import re
 import resource
+import signal
+import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "chapter_times.json"
+# a run at --scale small goes here by default (the tiny record is never overwritten)
+OUT_SMALL = ROOT / "benchmarks" / "chapter_times_small.json"
 # the page that shows the results (written from OUT)
 PAGE = ROOT / "book" / "timings.md"
+# "Does it hold at a larger scale?" (written from the chapters' metadata and OUT_SMALL)
+SCALES_PAGE = ROOT / "book" / "scales.md"
 OFFLINE = {
     "HF_HUB_OFFLINE": "1",
     "HF_DATASETS_OFFLINE": "1",
@@ -51,7 +79,7 @@ def notebooks() -> list[tuple[pathlib.Path, bool]]:
     not yet in it.
     """
     toc = (ROOT / "_toc.yml").read_text()
-    names = re.findall(r"^\s*root:\s*([^\s#]+)", toc, re.M) + re.findall(
+    names = re.findall(r"^\s*root:\s*([^\s#]+)", toc, re.MULTILINE) + re.findall(
         r"file:\s*([^\s#]+)", toc
     )
     out = []
@@ -75,7 +103,7 @@ def rel(path: pathlib.Path) -> str:
 def title(nb) -> str:
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            m = re.search(r"^#\s+(.+)$", cell.source, re.M)
+            m = re.search(r"^#\s+(.+)$", cell.source, re.MULTILINE)
             if m:
                 return m.group(1).strip()
     return ""
@@ -99,35 +127,151 @@ def load_average() -> list[float] | None:
         return None
 
 
-def set_scale(nb, scale: str) -> None:
+def set_scale(nb, scale: str) -> bool:
     """Append ``SCALE = "<scale>"`` to the cell tagged ``parameters`` (what papermill
-    would do).
+    would do); False when there is no such cell (the notebook then runs as written).
     """
     for cell in nb.cells:
         if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get(
             "tags", []
         ):
             cell.source += f'\nSCALE = "{scale}"  # set by benchmarks/chapter_times.py'
-            return
-    raise ValueError("the notebook has no cell tagged 'parameters' to set SCALE in")
+            return True
+    return False
 
 
-def run_notebook(path: pathlib.Path, timeout: int, scale: str | None = None) -> dict:
-    """Execute one notebook in memory in a fresh kernel with an empty cache; return its
-    record.
+# Run silently in the kernel after its last cell (no cell, no output, no execution
+# count); the user expression then asks for its answer: the SCALE the notebook ran
+# with, the device the package picks there and the peak GPU memory.
+_PROBE_CODE = """\
+def _chapter_times_probe():
+    import json
+    out = {"scale": globals().get("SCALE"), "device": None, "cuda_peak_mb": None}
+    try:
+        import torch
+        from ptlm_lite.train import auto_device
+        out["device"] = str(auto_device())
+        if torch.cuda.is_available():
+            out["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    except Exception as e:
+        out["probe_error"] = f"{type(e).__name__}: {e}"
+    return json.dumps(out, default=str)
+"""
+
+
+def _probe(client) -> dict:
+    """Ask the (idle) kernel what :data:`_PROBE_CODE` answers."""
+    msg_id = client.kc.execute(
+        _PROBE_CODE,
+        silent=True,
+        store_history=False,
+        user_expressions={"probe": "_chapter_times_probe()"},
+    )
+    reply = client.wait_for_reply(msg_id)
+    result = ((reply or {}).get("content", {}).get("user_expressions") or {}).get(
+        "probe", {}
+    )
+    if result.get("status") != "ok":
+        raise RuntimeError(f"the probe failed: {result}")
+    return json.loads(ast.literal_eval(result["data"]["text/plain"]))
+
+
+def read_verdicts(log: pathlib.Path) -> list[dict]:
+    """The verdicts :mod:`ptlm_lite.verdict` appended to ``log`` (one JSON a line; a
+    line cut short by a killed kernel is left out).
+    """
+    out = []
+    try:
+        lines = log.read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return out
+
+
+def _error_text(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[-1][:300] if text else ''}"
+
+
+def code_hash(nb) -> str:
+    """The hash ``scripts/execute.py`` keeps of a notebook's cells (types, sources)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import execute
+
+    return execute.code_hash(nb)
+
+
+def current_code_hash(file: str) -> str | None:
+    path = ROOT / file
+    return code_hash(json.loads(path.read_text())) if path.exists() else None
+
+
+def slowest_cells(nb, n: int = 6) -> list[dict]:
+    """The ``n`` code cells that took longest (nbclient's timing metadata), and the
+    one still running when the notebook's time was up (``"running": true``)."""
+    from datetime import datetime
+
+    def when(stamp):
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+    out = []
+    for index, cell in enumerate(nb.cells):
+        ex = cell.get("metadata", {}).get("execution", {})
+        began, done = ex.get("iopub.execute_input"), ex.get("shell.execute_reply")
+        if not began:
+            continue
+        head = cell.source.strip().splitlines()[0][:70] if cell.source.strip() else ""
+        if done:
+            secs = (when(done) - when(began)).total_seconds()
+            out.append({"cell": index, "seconds": round(secs, 1), "code": head})
+        else:
+            out.append({"cell": index, "seconds": None, "code": head, "running": True})
+    out.sort(key=lambda c: -1 if c["seconds"] is None else -c["seconds"])
+    return out[:n]
+
+
+def run_notebook(
+    path: pathlib.Path,
+    timeout: int,
+    scale: str | None = None,
+    notebook_timeout: float | None = None,
+) -> dict:
+    """Execute one notebook in memory in a fresh kernel with an empty cache and its own
+    verdict log; return its record.
+
+    ``timeout``: seconds per cell (a cell past it: status "error");
+    ``notebook_timeout``: seconds for all the cells together (past it: status
+    "timeout", the kernel killed, the seconds so far and the verdicts printed so far
+    recorded).
     """
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellTimeoutError
+
+    from ptlm_lite.verdict import LOG_VAR
 
     before = path.read_bytes()
     nb = nbformat.reads(before.decode(), as_version=4)
-    if scale:
-        set_scale(nb, scale)
     record = {"file": rel(path), "title": title(nb), "status": "ok"}
+    # the chapter as written (before SCALE is set): the page tells a stale run apart
+    record["code_hash"] = code_hash(nb)
+    if scale and not set_scale(nb, scale):
+        record["note"] = "no cell tagged 'parameters': SCALE not set, ran as written"
     env_before = dict(os.environ)
     cache = tempfile.TemporaryDirectory(prefix="ptlm_cache_")
+    fd, log = tempfile.mkstemp(prefix="ptlm_verdicts_", suffix=".jsonl")
+    os.close(fd)
+    fd, steps_log = tempfile.mkstemp(prefix="ptlm_steps_", suffix=".jsonl")
+    os.close(fd)
     # the kernel inherits this environment
     os.environ.update(OFFLINE, PTLM_CACHE=cache.name)
+    os.environ[LOG_VAR] = log
+    os.environ["PTLM_STEP_LOG"] = steps_log  # one line per training run (train.py)
     client = NotebookClient(
         nb,
         timeout=timeout,
@@ -135,28 +279,63 @@ def run_notebook(path: pathlib.Path, timeout: int, scale: str | None = None) -> 
         resources={"metadata": {"path": str(path.parent)}},
     )
     record["load_average_start"] = load_average()
+    record.update(scale=None, device=None, cuda_peak_mb=None)
     try:
         client.reset_execution_trackers()
         with client.setup_kernel():
             pid = getattr(client.km.provisioner, "pid", None)
             client.wait_for_reply(client.kc.kernel_info())
             start = time.perf_counter()
+            deadline = start + notebook_timeout if notebook_timeout else math.inf
             try:
                 for index, cell in enumerate(nb.cells):
+                    left = deadline - time.perf_counter()
+                    if left <= 0:
+                        raise CellTimeoutError("the notebook's time is up")
+                    # a cell may take what is left of the notebook's time, at most
+                    client.timeout = (
+                        timeout
+                        if math.isinf(left)
+                        else max(1, min(timeout, math.ceil(left)))
+                    )
                     client.execute_cell(cell, index)
             # a failing cell: record it, keep timing the other notebooks
-            except Exception as e:
-                record["status"] = "error"
-                record["error"] = (
-                    f"{type(e).__name__}: "
-                    f"{str(e).strip().splitlines()[-1][:300] if str(e).strip() else ''}"
-                )
+            except Exception as e:  # noqa: BLE001
+                if isinstance(e, CellTimeoutError) and time.perf_counter() >= (
+                    deadline - 1
+                ):
+                    record["status"] = "timeout"
+                else:
+                    record["status"] = "error"
+                    record["error"] = _error_text(e)
             record["seconds"] = round(time.perf_counter() - start, 1)
             record["peak_rss_mb"] = peak_rss_mb(pid)
+            if record["status"] == "timeout":
+                # the kernel is still busy with the cell: kill it, ask it nothing
+                client.shutdown_kernel = "immediate"
+            else:
+                try:
+                    client.timeout = 120
+                    probe = _probe(client)
+                    record.update(
+                        scale=probe.get("scale"),
+                        device=probe.get("device"),
+                        cuda_peak_mb=probe.get("cuda_peak_mb"),
+                    )
+                    if probe.get("probe_error"):
+                        record["probe_error"] = probe["probe_error"]
+                except Exception as e:  # noqa: BLE001
+                    record["probe_error"] = _error_text(e)
+                    client.shutdown_kernel = "immediate"
+        record["verdicts"] = read_verdicts(pathlib.Path(log))
+        record["training"] = read_verdicts(pathlib.Path(steps_log))
+        record["slowest_cells"] = slowest_cells(nb)
     finally:
         os.environ.clear()
         os.environ.update(env_before)
         cache.cleanup()
+        pathlib.Path(log).unlink(missing_ok=True)
+        pathlib.Path(steps_log).unlink(missing_ok=True)
     # no /proc: the largest child so far (an upper bound)
     if record["peak_rss_mb"] is None:
         record["peak_rss_mb"] = (
@@ -175,6 +354,68 @@ def run_notebook(path: pathlib.Path, timeout: int, scale: str | None = None) -> 
     return record
 
 
+def _run_one_in_a_process(
+    path: pathlib.Path, options: list[str], hard_limit: float | None, tmp: str
+) -> dict:
+    """Run this script on ``path`` alone in a new process (its own environment, cache,
+    verdict log and kernel); return its record. A process that outlives ``hard_limit``
+    (the notebook's limit plus time to start and stop a kernel) is killed.
+    """
+    fd, out = tempfile.mkstemp(dir=tmp, suffix=".json")
+    os.close(fd)
+    out = pathlib.Path(out)
+    cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), str(path)]
+    cmd += ["--json", str(out), "--jobs", "1", "--no-page", *options]
+    start = time.perf_counter()
+    killed = False
+    with tempfile.TemporaryFile("w+") as output:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            start_new_session=True,
+        )
+        try:
+            proc.wait(timeout=hard_limit)
+        except subprocess.TimeoutExpired:
+            killed = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        output.seek(0)
+        printed = output.read()
+    try:
+        return json.loads(out.read_text())["chapters"][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        # the process died before writing its record: say so, invent nothing
+        said = [x for x in printed.splitlines() if x.strip() and "WARNING |" not in x]
+        try:
+            import nbformat
+
+            name = title(nbformat.read(path, as_version=4))
+        except Exception:  # noqa: BLE001
+            name = ""
+        return {
+            "file": rel(path),
+            "title": name,
+            "status": "timeout" if killed else "error",
+            "error": (
+                f"its process was killed after {hard_limit:.0f} s"
+                if killed
+                else f"its process ended with code {proc.returncode}: "
+                + (said or ["no output"])[-1][:300]
+            ),
+            "seconds": round(time.perf_counter() - start, 1),
+            "peak_rss_mb": None,
+            "verdicts": [],
+            "scale": None,
+            "device": None,
+            "cuda_peak_mb": None,
+        }
+    finally:
+        out.unlink(missing_ok=True)
+
+
 def _chapter_threads() -> int:
     """The intra-op threads a chapter's kernel runs with: the package's policy
     (ptlm_lite.runtime).
@@ -189,10 +430,11 @@ def machine() -> dict:
 
     cpu = platform.processor() or platform.machine()
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
     except OSError:
         pass
     mem = None
@@ -209,7 +451,28 @@ def machine() -> dict:
         "torch": torch.__version__,
         "torch_threads": _chapter_threads(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        **gpu(),
     }
+
+
+def gpu() -> dict:
+    """The GPU the kernels see (device 0), or None everywhere without CUDA."""
+    import torch
+
+    out = dict.fromkeys(
+        ("gpu", "gpu_count", "gpu_memory_gib", "cuda", "gpu_capability", "bf16"), None
+    )
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        out.update(
+            gpu=torch.cuda.get_device_name(0),
+            gpu_count=torch.cuda.device_count(),
+            gpu_memory_gib=round(props.total_memory / 2**30, 1),
+            cuda=torch.version.cuda,
+            gpu_capability=".".join(map(str, torch.cuda.get_device_capability(0))),
+            bf16=torch.cuda.is_bf16_supported(),
+        )
+    return out
 
 
 def table(result: dict) -> str:
@@ -252,6 +515,12 @@ that model first when the cache is empty, and its time includes it. Run the same
 time and the cached model makes it faster. Times on a busy machine are longer: the load average
 (the number of processes wanting a CPU, averaged over the minute before each chapter started) is
 in the table; on 2 cores, anything above 2 means the chapter shared its CPU.
+
+Precision: on a CPU every model trains and is scored in fp32. On a GPU, `train` (one switch:
+`precision=`, default `"auto"`) autocasts to bf16 on a card that has it, for models of at least
+20 million weights, where it pays; smaller models, the book's, train in fp32 there too (measured in
+`benchmarks/README.md`). The `small` scale on a GPU has its own page: "Does it hold at a larger
+scale?".
 """
 
 
@@ -296,14 +565,21 @@ def page(result: dict) -> str:
         f"{m['cpu_capability']} kernels); "
         f"scale: {result['scale']}."
     )
+    if result.get("jobs", 1) > 1:
+        machine_line += (
+            f" The notebooks ran {result['jobs']} at a time, so each shared the "
+            "machine with others."
+        )
     return "\n".join(
         [
-            "% Written by benchmarks/chapter_times.py from "
-            "benchmarks/chapter_times.json: "
-            "do not edit by",
-            "% hand (python benchmarks/chapter_times.py --page-only rewrites it from "
-            "the "
-            "JSON).",
+            (
+                "% Written by benchmarks/chapter_times.py from "
+                "benchmarks/chapter_times.json: do not edit by"
+            ),
+            (
+                "% hand (python benchmarks/chapter_times.py --page-only rewrites it "
+                "from the JSON)."
+            ),
             PAGE_INTRO,
             machine_line,
             "",
@@ -317,6 +593,356 @@ def page(result: dict) -> str:
 
 def write_page(result: dict, path: pathlib.Path = PAGE) -> None:
     path.write_text(page(result))
+
+
+# ----------------------------------------------------------------------------------
+# "Does it hold at a larger scale?" (book/scales.md)
+
+SHOWS_UP, OPPOSITE = "shows up", "the opposite shows up"  # ptlm_lite.verdict's words
+
+SCALES_INTRO = """\
+# Does it hold at a larger scale?
+
+Every chapter tests its paper's claims with experiments small enough for a laptop: the
+`tiny` scale, the default of the `SCALE` parameter in each chapter's parameters cell,
+which runs on a CPU in minutes. Set `SCALE = "small"` instead and the same chapter
+trains larger models for more steps, often with more seeds: a scale meant for a GPU. A
+verdict (*shows up*, *the opposite shows up*, *does not show up*, *too noisy to tell*:
+the rule of `ptlm_lite.verdict`, explained in [Do the verdicts
+replicate?](replication.ipynb)) is about the models of its run; this page asks which
+verdicts keep their category when the models grow.
+
+The `tiny` column is what the book's pages show: the verdicts each chapter printed when
+it was executed for the book (`scripts/execute.py`, on a CPU, with the seeds as
+written), stored in the notebook. The `small` column comes from
+`benchmarks/chapter_times_small.json`, written by `python benchmarks/chapter_times.py
+--scale small` on a GPU machine: every chapter executed fresh, with an empty model
+cache, and every verdict it printed recorded. Verdicts are paired by their claim, in
+order. Each cell gives the verdict and the effect in the claimed direction with its 95%
+interval; the claim gives the smallest effect that would matter. This page is written
+from those records by `python benchmarks/chapter_times.py --scales-page`; nothing here
+is typed in.
+"""
+
+
+def tiny_verdicts() -> list[dict]:
+    """``[{"file", "title", "verdicts"}]``: each chapter of ``_toc.yml`` in its order,
+    with the verdicts its committed run printed (``metadata["ptlm_book"]["verdicts"]``,
+    stored by ``scripts/execute.py``).
+    """
+    import nbformat
+
+    out = []
+    for path, in_toc in notebooks():
+        if not in_toc or path.parent.name != "chapters":
+            continue
+        nb = nbformat.read(path, as_version=4)
+        out.append(
+            {
+                "file": rel(path),
+                "title": title(nb),
+                "verdicts": list(nb.metadata.get("ptlm_book", {}).get("verdicts", [])),
+            }
+        )
+    return out
+
+
+def pair_verdicts(tiny: list[dict], small: list[dict]) -> list[tuple]:
+    """``(tiny, small)`` pairs: each tiny verdict with the first unused small verdict of
+    the same claim (None where there is none); then the small verdicts no tiny one had.
+    """
+    used = [False] * len(small)
+    pairs = []
+    for t in tiny:
+        j = next(
+            (
+                j
+                for j, v in enumerate(small)
+                if not used[j] and v["claim"] == t["claim"]
+            ),
+            None,
+        )
+        if j is not None:
+            used[j] = True
+        pairs.append((t, None if j is None else small[j]))
+    pairs += [(None, v) for j, v in enumerate(small) if not used[j]]
+    return pairs
+
+
+def _md(text) -> str:
+    """Text for a Markdown table cell, with Markdown's special characters escaped."""
+    return re.sub(r"([\\`*_\[\]<>|])", r"\\\1", str(text)).replace("\n", " ")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _number(x) -> str:
+    return f"{x:+.3g}".replace("-", "−")
+
+
+def _verdict_cell(v: dict) -> str:
+    return (
+        f"*{v['verdict']}*: {_number(v['effect'])} "
+        f"[{_number(v['low'])}, {_number(v['high'])}]"
+    )
+
+
+def _small_status(rec: dict | None) -> str | None:
+    """Why a chapter has no (or fewer) small verdicts; None for a complete run."""
+    if rec is None:
+        return "not run at small"
+    if rec["status"] == "timeout":
+        return f"timed out after {rec['seconds']:.0f} s"
+    if rec["status"] != "ok":
+        return f"error: {_md(rec.get('error', '')[:120])}"
+    return None
+
+
+def _link(file: str, name: str | None = None) -> str:
+    """``name`` (default: the file, as code) linked to the notebook when it exists."""
+    text = _md(name) if name else f"`{file}`"
+    return f"[{text}](../{file})" if (ROOT / file).exists() else text
+
+
+def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
+    """The Markdown of ``book/scales.md``: each chapter's verdicts at ``tiny``
+    (``tiny``, default :func:`tiny_verdicts`) beside those of ``small`` (the contents of
+    chapter_times_small.json; None: there is no small run yet).
+    """
+    tiny = tiny_verdicts() if tiny is None else tiny
+    lines = [
+        (
+            "% Written by benchmarks/chapter_times.py from the chapters' stored "
+            "verdicts and benchmarks/chapter_times_small.json:"
+        ),
+        (
+            "% do not edit by hand (python benchmarks/chapter_times.py --scales-page "
+            "rewrites it)."
+        ),
+        SCALES_INTRO,
+    ]
+    if small is None:
+        lines += [
+            (
+                "**No run at the `small` scale exists yet.** On a GPU machine, "
+                "`python benchmarks/chapter_times.py --scale small --jobs 4` runs "
+                "every chapter at `small`, writes "
+                "`benchmarks/chapter_times_small.json` and rewrites this page from "
+                "it. Until then, only the `tiny` verdicts are shown."
+            ),
+            "",
+        ]
+        total, chapters = 0, 0
+        for ch in tiny:
+            if not ch["verdicts"]:
+                continue
+            total += len(ch["verdicts"])
+            chapters += 1
+            lines += [
+                f"## {_md(ch['title'] or ch['file'])}",
+                "",
+                (
+                    f"{_link(ch['file'])}: {_count(len(ch['verdicts']), 'verdict')} at "
+                    "`tiny`."
+                ),
+                "",
+                "| claim | tiny (CPU) |",
+                "|:---|:---|",
+                *(
+                    f"| {_md(v['claim'])} (min. effect {v['min_effect']:.3g}) "
+                    f"| {_verdict_cell(v)} |"
+                    for v in ch["verdicts"]
+                ),
+                "",
+            ]
+        lines += [
+            (
+                f"{total} verdicts in {chapters} chapters at `tiny`; none measured "
+                "at `small` yet."
+            ),
+            "",
+        ]
+        return "\n".join(lines)
+
+    m = small["machine"]
+    gpu = m.get("gpu")
+    small_head = "small (GPU)" if gpu else "small (CPU)"
+    bf16 = "supported" if m.get("bf16") else "not supported"
+    where = (
+        f"{gpu} ({m.get('gpu_memory_gib')} GiB, compute capability "
+        f"{m.get('gpu_capability')}, bf16 {bf16}), CUDA {m.get('cuda')}"
+        if gpu
+        else "no GPU (CPU only)"
+    )
+    jobs = small.get("jobs", 1)
+    threads = m.get("torch_threads")
+    run_line = (
+        f"The small run: {small['date']}, scale {small['scale']}, seed set "
+        f"{small.get('seed_set', 'main')}; {where}; {m['cpu']}, {m['cores']} cores, "
+        f"PyTorch {m['torch']}, Python {m['python']}. The notebooks ran {jobs} at a "
+        f"time ({threads} CPU thread{'' if threads == 1 else 's'} each)"
+        + (
+            ", so a time below is one notebook's wall time while others shared the "
+            "machine and its GPU."
+            if jobs > 1
+            else "."
+        )
+    )
+    if small.get("max_steps"):
+        run_line += (
+            f" **It ran under a step cap (`PTLM_MAX_STEPS={small['max_steps']}`): its "
+            "models are barely trained, and its verdicts measure nothing.**"
+        )
+    lines += [run_line, ""]
+    if small.get("note"):
+        lines += [f"*About this run:* {small['note']}", ""]
+    records = {c["file"]: c for c in small["chapters"]}
+    kept = flips = both = 0
+    only_small = 0
+    missing = {"not run": [], "timed out": [], "error": []}
+    unmatched = 0
+    sections = []
+    for ch in tiny:
+        rec = records.get(ch["file"])
+        small_v = (rec or {}).get("verdicts") or []
+        if not ch["verdicts"] and not small_v:
+            continue
+        status = _small_status(rec)
+        name = _md(ch["title"] or ch["file"])
+        stem = _md(pathlib.Path(ch["file"]).stem)
+        if rec is None:
+            missing["not run"].append(stem)
+        elif rec["status"] == "timeout":
+            missing["timed out"].append(stem)
+        elif rec["status"] != "ok":
+            missing["error"].append(stem)
+        rows = [
+            f"| claim | tiny (CPU) | {small_head} | same category? |",
+            "|:---|:---|:---|:---|",
+        ]
+        ch_kept = ch_both = 0
+        for t, v in pair_verdicts(ch["verdicts"], small_v):
+            claim = _md((t or v)["claim"])
+            claim += f" (min. effect {(t or v)['min_effect']:.3g})"
+            if t is not None and v is not None:
+                same = t["verdict"] == v["verdict"]
+                flip = {t["verdict"], v["verdict"]} == {SHOWS_UP, OPPOSITE}
+                ch_both += 1
+                ch_kept += same
+                flips += flip
+                mark = "yes" if same else ("**no: flipped**" if flip else "**no**")
+                rows.append(
+                    f"| {claim} | {_verdict_cell(t)} | {_verdict_cell(v)} | {mark} |"
+                )
+            elif t is not None:
+                unmatched += 1
+                why = (
+                    "not printed at small"
+                    if status is None
+                    else (status if rec is None else f"not reached: {status}")
+                )
+                rows.append(f"| {claim} | {_verdict_cell(t)} | {why} | – |")
+            else:
+                only_small += 1
+                rows.append(
+                    f"| {claim} | not printed at tiny | {_verdict_cell(v)} | – |"
+                )
+        both += ch_both
+        kept += ch_kept
+        if rec is None:
+            said = "not run at `small`"
+        else:
+            said = f"at `small`: {_count(len(small_v), 'verdict')}, " + (
+                f"{rec['seconds']:.0f} s" if status is None else status
+            )
+            if rec.get("device"):
+                said += f" on {_md(rec['device'])}"
+            if rec.get("code_hash") != current_code_hash(ch["file"]):
+                said += (
+                    " (**the chapter has changed since this run**, its `small` "
+                    "settings perhaps too: the run is a record of what was, not of "
+                    "the chapter as it is now)"
+                )
+            if rec.get("scale") not in (None, "small"):
+                said += f" (**ran with SCALE = {_md(repr(rec['scale']))}**)"
+            if ch_both:
+                said += f"; {ch_kept} of {ch_both} paired verdicts kept their category"
+        sections += [
+            f"## {name}",
+            "",
+            (
+                f"{_link(ch['file'])}: {_count(len(ch['verdicts']), 'verdict')} at "
+                f"`tiny`; {said}."
+            ),
+            "",
+            *rows,
+            "",
+        ]
+    summary = (
+        f"**{kept} of {both} verdicts measured at both scales "
+        f"({kept / both:.0%}) kept their category at `small`**"
+        if both
+        else "**No verdict was measured at both scales**"
+    )
+    summary += (
+        f"; {flips} flipped between *shows up* and *the opposite shows up*."
+        if both
+        else "."
+    )
+    if unmatched:
+        summary += f" {unmatched} `tiny` verdicts have no `small` counterpart"
+        parts = [
+            f"{label}: {', '.join(names)}" for label, names in missing.items() if names
+        ]
+        summary += f" ({'; '.join(parts)})." if parts else "."
+    if only_small:
+        summary += f" {only_small} verdicts were printed only at `small`."
+    lines += [summary, "", *sections]
+    # the small run's times
+    rows = [
+        (
+            "| notebook | SCALE | device | seconds | peak GPU memory (MB) "
+            "| peak memory (MB) | status |"
+        ),
+        "|:---|:---|:---|---:|---:|---:|:---|",
+    ]
+    for c in small["chapters"]:
+        status = _small_status(c) or "ok"
+        gpu_mb = (
+            f"{c['cuda_peak_mb']:,.0f}" if c.get("cuda_peak_mb") is not None else "-"
+        )
+        rss = f"{c['peak_rss_mb']:,}" if c.get("peak_rss_mb") is not None else "-"
+        rows.append(
+            f"| {_link(c['file'], c.get('title') or c['file'])} "
+            f"| {_md(c.get('scale') or '-')} | {_md(c.get('device') or '-')} "
+            f"| {c['seconds']:.0f} | {gpu_mb} | {rss} | {status} |"
+        )
+    total = sum(c["seconds"] for c in small["chapters"])
+    lines += [
+        "## How long the small run took",
+        "",
+        (
+            f"Each notebook in a fresh kernel with an empty model cache, {jobs} at a "
+            "time: wall time of its cells, the kernel's peak GPU memory "
+            "(`torch.cuda.max_memory_allocated`) and peak resident memory."
+        ),
+        "",
+        *rows,
+        "",
+        f"All of them, one after the other: {total / 60:.0f} minutes of notebook time.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def load_small(path: pathlib.Path = OUT_SMALL) -> dict | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def write_scales_page(path: pathlib.Path = SCALES_PAGE, small=OUT_SMALL) -> None:
+    path.write_text(scales_page(load_small(small)))
 
 
 def main(argv=None) -> int:
@@ -333,62 +959,140 @@ def main(argv=None) -> int:
         "--scale",
         choices=["tiny", "small"],
         default=None,
-        help="set SCALE in each chapter's parameters cell (default: leave the notebook's own)",
+        help="set SCALE in each chapter's parameters cell (default: leave the "
+        "notebook's own)",
     )
-    ap.add_argument("--timeout", type=int, default=1800, help="seconds per cell")
     ap.add_argument(
+        "--timeout",
+        "--cell-timeout",
+        dest="timeout",
+        type=int,
+        default=1800,
+        help="seconds per cell",
+    )
+    ap.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=None,
+        help="seconds per notebook, all cells together: past it the kernel is killed "
+        "and the notebook recorded with status 'timeout' (default: no limit)",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="run this many notebooks at a time, each in its own process (default 1)",
+    )
+    ap.add_argument(
+        "--json",
         "--out",
+        dest="out",
         type=pathlib.Path,
-        default=OUT,
-        help=f"default: {OUT.relative_to(ROOT)}",
+        default=None,
+        help=f"where to write the results (default: {OUT.relative_to(ROOT)}; with "
+        f"--scale small: {OUT_SMALL.relative_to(ROOT)})",
     )
     ap.add_argument(
         "--no-page",
         action="store_true",
-        help=f"do not rewrite {PAGE.relative_to(ROOT)}",
+        help=f"do not rewrite {PAGE.relative_to(ROOT)} (or, after a small run, "
+        f"{SCALES_PAGE.relative_to(ROOT)})",
     )
     ap.add_argument(
         "--page-only",
         action="store_true",
-        help=f"run nothing: rewrite {PAGE.relative_to(ROOT)} from {OUT.relative_to(ROOT)}",
+        help=f"run nothing: rewrite {PAGE.relative_to(ROOT)} from "
+        f"{OUT.relative_to(ROOT)}",
+    )
+    ap.add_argument(
+        "--scales-page",
+        action="store_true",
+        help=f"run nothing: rewrite {SCALES_PAGE.relative_to(ROOT)} from the chapters' "
+        f"stored verdicts and {OUT_SMALL.relative_to(ROOT)} (or --json)",
     )
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
     if args.page_only:
         write_page(json.loads(OUT.read_text()))
         print(f"wrote {PAGE.relative_to(ROOT)} from {OUT.relative_to(ROOT)}")
         return 0
+    if args.scales_page:
+        write_scales_page(small=args.out or OUT_SMALL)
+        print(f"wrote {SCALES_PAGE.relative_to(ROOT)}")
+        return 0
+    out = args.out or (OUT_SMALL if args.scale == "small" else OUT)
     todo = (
         [(p.resolve(), None) for p in args.notebooks] if args.notebooks else notebooks()
     )
+    if args.jobs > 1 and not os.environ.get("PTLM_THREADS"):
+        # each kernel its share of the cores (inherited by the processes below)
+        os.environ["PTLM_THREADS"] = str(max(1, _chapter_threads() // args.jobs))
     result = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": machine(),
         "scale": args.scale or "as committed (tiny)",
+        "jobs": args.jobs,
+        "seed_set": os.environ.get("PTLM_SEED_SET", "").strip() or "main",
+        "max_steps": os.environ.get("PTLM_MAX_STEPS") or None,
+        "notebook_timeout": args.notebook_timeout,
         "chapters": [],
     }
-    for path, in_toc in todo:
-        print(f"chapter_times: {rel(path)} ...", flush=True)
-        record = run_notebook(path, args.timeout, args.scale)
+
+    def done(record: dict) -> None:
+        print(
+            f"chapter_times: {record['file']} {record['status']} in "
+            f"{record['seconds']:.1f} s, peak {record['peak_rss_mb']} MB, "
+            f"{len(record.get('verdicts', []))} verdicts",
+            flush=True,
+        )
+
+    if args.jobs == 1:
+        records = []
+        for path, _ in todo:
+            print(f"chapter_times: {rel(path)} ...", flush=True)
+            records.append(
+                run_notebook(path, args.timeout, args.scale, args.notebook_timeout)
+            )
+            done(records[-1])
+    else:
+        options = ["--timeout", str(args.timeout)]
+        if args.scale:
+            options += ["--scale", args.scale]
+        if args.notebook_timeout:
+            options += ["--notebook-timeout", str(args.notebook_timeout)]
+        # the notebook's own limit, plus time to start and stop a kernel
+        hard = args.notebook_timeout + 300 if args.notebook_timeout else None
+        with (
+            tempfile.TemporaryDirectory(prefix="chapter_times_") as tmp,
+            concurrent.futures.ThreadPoolExecutor(args.jobs) as pool,
+        ):
+            futures = []
+            for path, _ in todo:
+                print(f"chapter_times: {rel(path)} queued", flush=True)
+                futures.append(
+                    pool.submit(_run_one_in_a_process, path, options, hard, tmp)
+                )
+                futures[-1].add_done_callback(lambda f: done(f.result()))
+            records = [f.result() for f in futures]
+    for (_, in_toc), record in zip(todo, records):
         if in_toc is not None:
             record["in_toc"] = in_toc
         result["chapters"].append(record)
-        print(
-            f"chapter_times: {record['file']} {record['status']} in "
-            f"{record['seconds']:.1f} s, "
-            f"peak {record['peak_rss_mb']} MB",
-            flush=True,
-        )
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    out.write_text(json.dumps(result, indent=1) + "\n")
     m = result["machine"]
     print(
         f"\n{m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; torch {m['torch']}; "
-        f"{result['date']}"
+        f"GPU {m['gpu']}; {result['date']}; {args.jobs} at a time"
     )
     print(table(result))
-    print(f"\nwrote {args.out}")
-    if not args.no_page and args.out == OUT:
+    print(f"\nwrote {out}")
+    if not args.no_page and out == OUT:
         write_page(result)
         print(f"wrote {PAGE.relative_to(ROOT)}")
+    if not args.no_page and out == OUT_SMALL:
+        write_scales_page()
+        print(f"wrote {SCALES_PAGE.relative_to(ROOT)}")
     return 1 if any(r["status"] != "ok" for r in result["chapters"]) else 0
 
 

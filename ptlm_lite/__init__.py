@@ -47,12 +47,14 @@ _NAMES = {
     "BertForMultipleChoice": "heads",
     "show_source": "source",
     "History": "train",
-    "auto_device": "train",
+    "auto_device": "device",
     "count_parameters": "train",
     "lr_schedule": "train",
     "set_seed": "train",
     "seeds": "runtime",
     "capped": "runtime",
+    "capped_sizes": "runtime",
+    "Timer": "runtime",
 }
 _MODULES = {
     "attention",
@@ -62,6 +64,7 @@ _MODULES = {
     "config",
     "corrupt",
     "data",
+    "device",
     "exercises",
     "generate",
     "gpt",

@@ -41,6 +41,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from .device import auto_device, scores_on_device
 from .metrics import is_constant, macro_f1, scores
 
 __all__ = [
@@ -284,6 +285,7 @@ def finetune(
     return train(model, batch, steps=steps, lr=lr, seed=seed, **{**kw, **train_kw})
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def evaluate(model, batch: dict, chunk: int = 256) -> dict:
     """Score ``model`` on ``batch`` (with ``labels``): ``{"accuracy", "macro_f1",
@@ -363,9 +365,10 @@ def seed_runs(
     for name, factory in factories.items():
         for seed in seeds:
             torch.manual_seed(seed)
+            # on the GPU if there is one (PTLM_DEVICE overrides): trained, scored there
             model = factory(seed)
-            if device is not None:
-                model.to(device)
+            home = next(model.parameters()).device
+            model.to(auto_device(device))
             train_batch, test_batch = batches_for(model)
             start = time.perf_counter()
             hist = finetune(
@@ -387,6 +390,7 @@ def seed_runs(
                     "seconds": round(time.perf_counter() - start, 2),
                 }
             )
+            model.to(home)  # handed back where the factory built it
     return rows
 
 

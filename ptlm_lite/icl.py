@@ -38,11 +38,20 @@ from dataclasses import dataclass
 
 import torch
 
+from .device import scores_on_device
 from .output import IGNORE
 
 __all__ = ["FAMILIES", "SymbolTasks"]
 
 FAMILIES = ("recall", "shift", "reverse")
+
+
+def _device(model) -> torch.device:
+    """Where ``model``'s weights are (the CPU for a model without any)."""
+    try:
+        return next(model.parameters()).device
+    except (AttributeError, StopIteration):
+        return torch.device("cpu")
 
 
 @dataclass(frozen=True)
@@ -163,6 +172,7 @@ class SymbolTasks:
             -1, self.answer_token(x[..., None], torch.arange(self.n_labels))
         )
 
+    @scores_on_device  # on the GPU if there is one
     @torch.no_grad()
     def shot_scores(self, model, family: str, n: int, pairs: int, g, shots) -> dict:
         """Per-example scores at each number of shots in ``shots`` on ``n`` new
@@ -175,7 +185,8 @@ class SymbolTasks:
         n_labels``), and ``y`` (the right labels).
         """
         b = self.sequences(n, pairs, family, g)
-        logits = model(b["ids"]).logits[:, 1::2]  # (n, pairs, V) at the queries
+        dev = _device(model)  # scored where the model is (the GPU, say)
+        logits = model(b["ids"].to(dev)).logits[:, 1::2].float().cpu()  # (n, pairs, V)
         correct = (self.label_logits(logits, b["x"]).argmax(-1) == b["y"]).float()
         k = torch.as_tensor(list(shots), dtype=torch.long)
         seen = b["seen"][:, k]
@@ -186,6 +197,7 @@ class SymbolTasks:
             "y": b["y"][:, k],
         }
 
+    @scores_on_device  # on the GPU if there is one
     @torch.no_grad()
     def unseen_scores(self, model, family: str, n: int, g, shots) -> torch.Tensor:
         """(n, len(shots)) 1/0: the model's answer to a query that is *not* among the
@@ -208,13 +220,13 @@ class SymbolTasks:
         xs = other + (other >= q[:, None]).long()
         ys = maps.gather(1, xs)
         answer = maps.gather(1, q[:, None])[:, 0]
-        out = []
+        out, dev = [], _device(model)
         for k in shots:
             ids = torch.full((n, 2 + 2 * k), self.BOS, dtype=torch.long)
             ids[:, 1 : 2 * k : 2] = self.query_token(xs[:, :k])
             ids[:, 2 : 2 * k + 1 : 2] = self.answer_token(xs[:, :k], ys[:, :k])
             ids[:, -1] = self.query_token(q)
-            logits = model(ids).logits[:, -1]
+            logits = model(ids.to(dev)).logits[:, -1].float().cpu()
             out.append((self.label_logits(logits, q).argmax(-1) == answer).float())
         return torch.stack(out, 1)
 

@@ -27,7 +27,9 @@ Override with the environment variable ``PTLM_THREADS=<n>`` (or set
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 
 __all__ = [
     "threads_policy",
@@ -37,7 +39,9 @@ __all__ = [
     "step_cap",
     "capped",
     "train_steps",
+    "capped_sizes",
     "FRESH_OFFSET",
+    "Timer",
 ]
 
 FRESH_OFFSET = 100  # fresh seeds: s + 100, disjoint from every seed a chapter writes
@@ -125,3 +129,75 @@ def train_steps(steps: int) -> int:
 
 
 apply_threads_policy()
+
+
+def capped_sizes(sizes: dict, shrink, to: int = 8) -> dict:
+    """``sizes`` (a chapter's ``SIZES``), or under a step cap (``PTLM_MAX_STEPS``: a
+    crash test, whose numbers mean nothing) a copy whose ``shrink`` entries (numbers
+    of evaluation examples, batches, seeds' test rows ...) are at most ``to``, so the
+    capped run takes seconds at every scale; a tuple entry keeps its first ``to``.
+
+    >>> capped_sizes({"n_test": 1000, "steps": 400}, ["n_test"])  # no cap: unchanged
+    {'n_test': 1000, 'steps': 400}
+    """
+    if not isinstance(sizes, dict):
+        raise TypeError(f"sizes must be a dict, got {type(sizes).__name__}")
+    if isinstance(shrink, str):
+        shrink = [shrink]
+    unknown = [k for k in shrink if k not in sizes]
+    if unknown:
+        raise KeyError(f"capped_sizes: {unknown} not in sizes (keys: {sorted(sizes)})")
+    if not capped():
+        return sizes
+    out = dict(sizes)
+    for k in shrink:
+        v = sizes[k]
+        if isinstance(v, bool) or not isinstance(v, (int, tuple, list)):
+            raise TypeError(f"capped_sizes: {k}={v!r} is not a count or a tuple")
+        out[k] = type(v)(v[:to]) if isinstance(v, (tuple, list)) else min(v, to)
+    return out
+
+
+class Timer(dict):
+    """Wall and CPU seconds (and, on a GPU, its peak memory) per named part of a
+    chapter: ``TIMES = P.Timer()``, then ``with TIMES("pre-training"): ...``;
+    ``TIMES["pre-training"]`` is ``{"wall s": ..., "CPU s": ..., "GPU peak MB": ...}``
+    and ``TIMES.table()`` shows them all.
+
+    CPU seconds count this process's threads: on a busy machine they are the better
+    guide to the work done. Where a CUDA GPU is in use the block waits for it at the
+    end (``torch.cuda.synchronize``), so the wall time includes the GPU's work.
+    """
+
+    @contextlib.contextmanager
+    def __call__(self, what: str):
+        if not isinstance(what, str) or not what:
+            raise TypeError(f"what must be a non-empty name, got {what!r}")
+        import torch
+
+        cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        wall, cpu = time.perf_counter(), time.process_time()
+        yield self
+        if not cuda and torch.cuda.is_available() and torch.cuda.is_initialized():
+            cuda = True  # the block was the first to use the GPU
+        if cuda:
+            torch.cuda.synchronize()
+        self[what] = {
+            "wall s": time.perf_counter() - wall,
+            "CPU s": time.process_time() - cpu,
+        }
+        if cuda:
+            self[what]["GPU peak MB"] = torch.cuda.max_memory_allocated() / 2**20
+
+    def total(self, key: str = "wall s") -> float:
+        """The sum of ``key`` over every part."""
+        return sum(v.get(key, 0.0) for v in self.values())
+
+    def table(self, digits: int = 1):
+        """A DataFrame: one row per part, in the order they ran."""
+        import pandas as pd
+
+        return pd.DataFrame.from_dict(dict(self), orient="index").round(digits)

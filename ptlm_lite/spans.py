@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from .device import scores_on_device
 from .finetune import runs_table, seed_runs, split_examples
 
 __all__ = ["span_batch", "passage_mask", "span_scores", "evaluate_spans", "run_spans"]
@@ -116,6 +117,7 @@ def span_scores(start, end, gold_start, gold_end, offset=None) -> dict:
     }
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def evaluate_spans(model, batch: dict, max_answer_len: int = 30, chunk: int = 256):
     """Score a span model on ``batch`` (from :func:`span_batch`): the best span inside

@@ -15,6 +15,7 @@ import random
 
 import torch
 
+from .device import scores_on_device
 from .output import IGNORE
 
 __all__ = ["CharVocab", "DateTask"]
@@ -126,6 +127,7 @@ class DateTask:
     def batch(self, n: int, rng: random.Random, split: str = "train") -> dict:
         return self.encode_pairs([self.sample(rng, split) for _ in range(n)])
 
+    @scores_on_device  # on the GPU if there is one
     @torch.no_grad()
     def exact_match(self, model, pairs) -> float:
         """Fraction of sources the model rewrites exactly right with greedy decoding."""

@@ -11,7 +11,9 @@ Introduced in ``chapters/transformer.ipynb``; every chapter trains with it.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -20,12 +22,11 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-
+from .device import auto_device, autocast_dtype, to_device
 from .runtime import train_steps
 
 __all__ = [
     "set_seed",
-    "auto_device",
     "lr_schedule",
     "train",
     "History",
@@ -47,26 +48,6 @@ def set_seed(seed: int) -> torch.Generator:
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
-
-
-def auto_device(prefer: str | None = None) -> torch.device:
-    """The fastest device present: CUDA, then Apple's MPS, then the CPU (``prefer``
-    overrides).
-    """
-    if prefer is not None:
-        if prefer not in ("cuda", "mps", "cpu") and not prefer.startswith("cuda:"):
-            raise ValueError(
-                f"prefer must be 'cuda', 'cuda:N', 'mps' or 'cpu', got {prefer!r}"
-            )
-        return torch.device(prefer)
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if (
-        getattr(torch.backends, "mps", None) is not None
-        and torch.backends.mps.is_available()
-    ):
-        return torch.device("mps")
-    return torch.device("cpu")
 
 
 def count_parameters(model: torch.nn.Module) -> int:
@@ -195,14 +176,30 @@ def adamw(params, lr: float, betas=(0.9, 0.98), device=None) -> torch.optim.Opti
     return torch.optim.AdamW(params, lr=lr, betas=betas)
 
 
-def _to(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device)
-    if isinstance(batch, dict):
-        return {k: _to(v, device) for k, v in batch.items()}
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(_to(v, device) for v in batch)
-    return batch
+def _log_steps(model, desc, planned, steps, batch, hist, device, cast) -> None:
+    """Append one line about this run to ``$PTLM_STEP_LOG``: the steps asked for
+    (before any cap), the trainable parameters and the tokens of one batch, so that a
+    chapter's training work at a scale can be counted without running it in full
+    (``benchmarks/chapter_times.py`` sizes ``SCALE = "small"`` from it)."""
+    import json
+
+    sizes = [
+        v.numel()
+        for v in (batch.values() if isinstance(batch, dict) else [batch])
+        if isinstance(v, torch.Tensor) and not v.is_floating_point() and v.dim() >= 2
+    ]
+    line = {
+        "desc": desc,
+        "steps": planned,
+        "ran": steps,
+        "params": count_parameters(model),
+        "tokens": max(sizes, default=None),
+        "seconds": round(hist.seconds, 3),
+        "device": str(device),
+        "autocast": str(cast) if cast else None,
+    }
+    with open(os.environ["PTLM_STEP_LOG"], "a") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 def _default_loss(model, batch):
@@ -279,6 +276,7 @@ def train(
     compile: bool = False,
     param_groups: list[dict] | None = None,
     on_step: Callable[..., None] | None = None,
+    precision: str = "auto",
 ) -> History:
     """Train ``model`` for ``steps`` optimizer steps and return its :class:`History`.
 
@@ -303,12 +301,24 @@ def train(
     and the eager model). On this book's CPU models it does not pay: measured in
     ``benchmarks/README.md``.
 
+    ``device``: where to train; by default :func:`auto_device` (a GPU if there is
+    one; ``PTLM_DEVICE`` overrides), or, with ``optimizer=``, wherever the model is.
+    The model is handed back on the device it came on, so the code around a ``train``
+    call never needs to know where it ran (moving a small model takes milliseconds).
+    Batches given as a list are moved to the device once; batches made by a function,
+    once per step. ``precision``: see :func:`~ptlm_lite.device.autocast_dtype` (bf16
+    autocast on a CUDA GPU that has it, for models where it pays; fp32 on the CPU:
+    the book's CPU numbers do not depend on it). On a GPU the loss is read back every
+    few steps, not every step, so the host does not wait for the device (a non-finite
+    loss still stops training, a few steps later).
+
     ``seed`` fixes what happens during training (batches drawn from torch's generator,
     dropout); the initial weights are fixed where the model is built: ``GPT(config,
     seed=0)``, or :func:`set_seed` before building it.
     """
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    planned = steps  # before any cap: what the chapter asks for (PTLM_STEP_LOG)
     if train_steps(steps) < steps:  # PTLM_MAX_STEPS (a crash test): ptlm_lite.runtime
         steps = train_steps(steps)
         warmup = min(warmup, steps - 1)  # a schedule still fits in the capped run
@@ -321,116 +331,170 @@ def train(
     multiplier = lr_schedule(schedule, warmup, steps)
     if seed is not None:
         set_seed(seed)
-    device = (
-        torch.device(device) if device is not None else next(model.parameters()).device
-    )
+    home = next(model.parameters(), torch.empty(0)).device
+    if device is None:
+        device = home if optimizer is not None else auto_device()
+    device = torch.device(device)
+    cast = autocast_dtype(device, precision, params=count_parameters(model))
     model.to(device)
-    loss_fn = loss_fn or _default_loss
+    try:
+        loss_fn = loss_fn or _default_loss
 
-    if optimizer is None:
-        groups = _param_groups(model, param_groups, lr, multiplier, weight_decay)
-        optimizer = adamw(
-            [{k: v for k, v in g.items() if k != "schedule"} for g in groups],
-            lr=lr,
-            betas=betas,
-            device=device,
-        )
-        schedules = [g["schedule"] for g in groups]
-    else:
-        if param_groups is not None:
-            raise ValueError("pass param_groups or optimizer, not both")
-        schedules = [multiplier] * len(optimizer.param_groups)
-    # the learning rate of every group, step by step (LambdaLR counts from 0)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, [lambda e, f=f: f(e + 1) for f in schedules]
-    )
-
-    if callable(batches) and not hasattr(batches, "__iter__"):
-        get_batch = batches
-    else:
-        source = batches
-
-        def cycle():
-            while True:
-                empty = True
-                for b in source:
-                    empty = False
-                    yield b
-                if empty:
-                    raise ValueError("batches is empty: give at least one batch")
-
-        it = cycle()
-        get_batch = lambda step: next(it)  # noqa: E731
-
-    hist = History()
-    run_model = torch.compile(model) if compile else model
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc=desc, leave=True, mininterval=0.5)
-    start = time.perf_counter()
-    model.train()
-    for step in range(1, steps + 1):
-        batch = _to(get_batch(step), device)
-        # the first call compiles: timed apart, eager if it fails
-        if compile and step == 1:
-            t0 = time.perf_counter()
-            try:
-                loss = loss_fn(run_model, batch)
-            # noqa: BLE001 - any compiler failure: fall back, say so
-            except Exception as e:
-                import warnings
-
-                warnings.warn(
-                    f"torch.compile failed ({type(e).__name__}: {e}); training the "
-                    f"eager model"
-                )
-                run_model = model
-                loss = loss_fn(model, batch)
-            hist.compile_seconds = time.perf_counter() - t0
+        if optimizer is None:
+            groups = _param_groups(model, param_groups, lr, multiplier, weight_decay)
+            optimizer = adamw(
+                [{k: v for k, v in g.items() if k != "schedule"} for g in groups],
+                lr=lr,
+                betas=betas,
+                device=device,
+            )
+            schedules = [g["schedule"] for g in groups]
         else:
-            loss = loss_fn(run_model, batch)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(
-                f"loss became {loss.item()} at step {step}: lower lr (now "
-                f"{optimizer.param_groups[0]['lr']:.3g}), add warm-up, "
-                f"or check the inputs"
-            )
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        gn = torch.nn.utils.clip_grad_norm_(
-            model.parameters(), clip if clip else float("inf")
+            if param_groups is not None:
+                raise ValueError("pass param_groups or optimizer, not both")
+            schedules = [multiplier] * len(optimizer.param_groups)
+        # the learning rate of every group, step by step (LambdaLR counts from 0)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, [lambda e, f=f: f(e + 1) for f in schedules]
         )
-        optimizer.step()
-        hist.losses.append(loss.item())
-        hist.lrs.append(optimizer.param_groups[0]["lr"])
-        hist.grad_norms.append(float(gn))
-        scheduler.step()
-        if callback is not None:
-            callback(step, hist.losses[-1])
-        if on_step is not None:
-            on_step(
-                model=model,
-                optimizer=optimizer,
-                step=step,
-                loss=hist.losses[-1],
-                history=hist,
+
+        if callable(batches) and not hasattr(batches, "__iter__"):
+            get_batch = batches
+        else:
+            source = batches
+            if isinstance(batches, (list, tuple)):  # moved to the device once
+                source = [to_device(b, device) for b in batches]
+
+            def cycle():
+                while True:
+                    empty = True
+                    for b in source:
+                        empty = False
+                        yield b
+                    if empty:
+                        raise ValueError("batches is empty: give at least one batch")
+
+            it = cycle()
+            get_batch = lambda step: next(it)  # noqa: E731
+
+        hist = History()
+        run_model = torch.compile(model) if compile else model
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=steps, desc=desc, leave=True, mininterval=0.5)
+        # On a GPU, reading the loss makes the host wait for the device: read every few
+        # steps (every step where a callback wants it, and on the CPU, where it's free).
+        every = 1 if device.type == "cpu" or callback or on_step else 16
+        pending: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+        autocast = (
+            torch.autocast(device.type, dtype=cast)
+            if cast is not None
+            else contextlib.nullcontext()
+        )
+
+        def read_back():
+            if not pending:
+                return
+            values = torch.stack([torch.stack((l.float(), g.float())) for _, l, g in
+                                  pending]).tolist()  # fmt: skip
+            for (step, _, _), (loss, gn) in zip(pending, values):
+                if not math.isfinite(loss):
+                    raise FloatingPointError(
+                        f"loss became {loss} at step {step}: lower lr (now "
+                        f"{optimizer.param_groups[0]['lr']:.3g}), add warm-up, "
+                        f"or check the inputs"
+                    )
+                hist.losses.append(loss)
+                hist.grad_norms.append(gn)
+            pending.clear()
+
+        start = time.perf_counter()
+        model.train()
+        for step in range(1, steps + 1):
+            batch = to_device(get_batch(step), device)
+            # the first call compiles: timed apart, eager if it fails
+            if compile and step == 1:
+                t0 = time.perf_counter()
+                try:
+                    with autocast:
+                        loss = loss_fn(run_model, batch)
+                # noqa: BLE001 - any compiler failure: fall back, say so
+                except Exception as e:
+                    import warnings
+
+                    warnings.warn(
+                        f"torch.compile failed ({type(e).__name__}: {e}); training the "
+                        f"eager model"
+                    )
+                    run_model = model
+                    with autocast:
+                        loss = loss_fn(model, batch)
+                hist.compile_seconds = time.perf_counter() - t0
+            elif step == 1 and cast is not None:
+                try:
+                    with autocast:
+                        loss = loss_fn(run_model, batch)
+                # a model whose code does not run in bf16: say so, train it in fp32
+                except RuntimeError as e:
+                    import warnings
+
+                    warnings.warn(
+                        f"{desc}: bf16 autocast failed ({type(e).__name__}: "
+                        f"{str(e)[:200]}); training in fp32"
+                    )
+                    cast, autocast = None, contextlib.nullcontext()
+                    loss = loss_fn(run_model, batch)
+            else:
+                with autocast:
+                    loss = loss_fn(run_model, batch)
+            if every == 1 and not torch.isfinite(loss):
+                raise FloatingPointError(
+                    f"loss became {loss.item()} at step {step}: lower lr (now "
+                    f"{optimizer.param_groups[0]['lr']:.3g}), add warm-up, "
+                    f"or check the inputs"
+                )
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            gn = torch.nn.utils.clip_grad_norm_(
+                model.parameters(), clip if clip else float("inf")
             )
+            optimizer.step()
+            pending.append((step, loss.detach(), gn.detach()))
+            hist.lrs.append(optimizer.param_groups[0]["lr"])
+            scheduler.step()
+            if step % every == 0 or step == steps:
+                read_back()
+            if callback is not None:
+                callback(step, hist.losses[-1])
+            if on_step is not None:
+                on_step(
+                    model=model,
+                    optimizer=optimizer,
+                    step=step,
+                    loss=hist.losses[-1],
+                    history=hist,
+                )
+            if bar is not None:
+                bar.update(1)
+                if hist.losses and (step % 10 == 0 or step == steps):
+                    bar.set_postfix(loss=f"{hist.losses[-1]:.3f}", refresh=False)
+            if eval_fn is not None and (
+                (eval_every and step % eval_every == 0) or step == steps
+            ):
+                if not hist.evals or hist.evals[-1][0] != step:
+                    # evaluated where the caller put the model, with the caller's data
+                    model.eval().to(home)
+                    with torch.no_grad():
+                        hist.evals.append((step, dict(eval_fn(model))))
+                    model.to(device).train()
         if bar is not None:
-            bar.update(1)
-            if step % 10 == 0 or step == steps:
-                bar.set_postfix(loss=f"{hist.losses[-1]:.3f}", refresh=False)
-        if eval_fn is not None and (
-            (eval_every and step % eval_every == 0) or step == steps
-        ):
-            if not hist.evals or hist.evals[-1][0] != step:
-                model.eval()
-                with torch.no_grad():
-                    hist.evals.append((step, dict(eval_fn(model))))
-                model.train()
-    if bar is not None:
-        bar.close()
-    model.eval()
-    hist.seconds = time.perf_counter() - start
-    return hist
+            bar.close()
+        model.eval()
+        hist.seconds = time.perf_counter() - start
+        if os.environ.get("PTLM_STEP_LOG"):
+            _log_steps(model, desc, planned, steps, batch, hist, device, cast)
+        return hist
+    finally:
+        model.to(home)  # handed back where it came from

@@ -249,7 +249,11 @@ def _few_seeds(res: Mapping[str, np.ndarray], names) -> list[str]:
     return []
 
 
-def _finish(v: Verdict) -> Verdict:
+def _finish(claim: str, interval: tuple, min_effect: float, **rest) -> Verdict:
+    """The rule's decision on ``interval`` (effect, low, high) as a :class:`Verdict`,
+    logged to ``$PTLM_VERDICT_LOG``: the one place where every verdict is made."""
+    est, lo, hi = interval
+    v = Verdict(rule(lo, hi, min_effect), claim, est, lo, hi, min_effect, **rest)
     _log(v.record())
     return v
 
@@ -314,22 +318,17 @@ def verdict(
         f"{_spread(worse, res[worse], f)}."
     )
     return _finish(
-        Verdict(
-            rule(lo, hi, min_effect),
-            claim,
-            est,
-            lo,
-            hi,
-            min_effect,
-            level,
-            method,
-            metric,
-            res,
-            fmt,
-            _few_seeds(res, (better, worse)),
-            detail,
-            n_ex,
-        )
+        claim,
+        (est, lo, hi),
+        min_effect,
+        level=level,
+        method=method,
+        metric=metric,
+        results=res,
+        fmt=fmt,
+        notes=_few_seeds(res, (better, worse)),
+        detail=detail,
+        examples=n_ex,
     )
 
 
@@ -404,22 +403,17 @@ def trend(
             "(The means do not move the same way at every step: see the table.)"
         )
     return _finish(
-        Verdict(
-            rule(lo, hi, min_effect),
-            claim,
-            est,
-            lo,
-            hi,
-            min_effect,
-            level,
-            method,
-            metric,
-            res,
-            fmt,
-            notes,
-            detail,
-            n_ex,
-        )
+        claim,
+        (est, lo, hi),
+        min_effect,
+        level=level,
+        method=method,
+        metric=metric,
+        results=res,
+        fmt=fmt,
+        notes=notes,
+        detail=detail,
+        examples=n_ex,
     )
 
 

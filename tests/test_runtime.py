@@ -55,3 +55,39 @@ def test_a_capped_model_is_cached_apart(monkeypatch):
     full = r.key
     monkeypatch.setenv("PTLM_MAX_STEPS", "2")
     assert r.key != full
+
+
+def test_capped_sizes_shrinks_only_under_a_cap(monkeypatch):
+    import ptlm_lite as P
+
+    sizes = {"n_test": 1000, "lengths": (1, 2, 3, 4), "steps": 400}
+    monkeypatch.delenv("PTLM_MAX_STEPS", raising=False)
+    assert P.capped_sizes(sizes, ["n_test", "lengths"]) is sizes
+    monkeypatch.setenv("PTLM_MAX_STEPS", "2")
+    out = P.capped_sizes(sizes, ["n_test", "lengths"], to=2)
+    assert out == {"n_test": 2, "lengths": (1, 2), "steps": 400}
+    assert sizes["n_test"] == 1000  # a copy
+    with pytest.raises(KeyError, match="n_tst"):
+        P.capped_sizes(sizes, ["n_tst"])
+    with pytest.raises(TypeError, match="count"):
+        P.capped_sizes({"flag": True}, ["flag"])
+
+
+def test_timer_records_wall_and_cpu_seconds():
+    import time
+
+    import ptlm_lite as P
+
+    T = P.Timer()
+    with T("sleep"):
+        time.sleep(0.05)
+    with T("spin"):
+        sum(range(200_000))
+    assert list(T) == ["sleep", "spin"]
+    assert T["sleep"]["wall s"] >= 0.05 > T["sleep"]["CPU s"]
+    assert T["spin"]["CPU s"] > 0
+    assert abs(T.total() - T["sleep"]["wall s"] - T["spin"]["wall s"]) < 1e-9
+    assert list(T.table().columns)[:2] == ["wall s", "CPU s"]
+    with pytest.raises(TypeError, match="name"):
+        with T(""):
+            pass

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ..data import pad_sequences
+from ..device import scores_on_device
 from ..ernie import LEVELS, knowledge_mask, token_units
 
 __all__ = [
@@ -277,6 +278,7 @@ class Cloze:
     chosen: list
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def cloze_accuracy(model, tok, probes: list[Probe], candidates: dict, batch_size=512):
     """Zero-shot knowledge cloze: how often each probe's answer scores highest among

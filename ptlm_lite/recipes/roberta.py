@@ -39,6 +39,7 @@ from torch import nn
 
 from ..bert import init_weights
 from ..corrupt import Masked, Pair
+from ..device import scores_on_device
 from ..output import Output, cross_entropy
 from ..roberta import RobertaForMaskedLM
 
@@ -293,6 +294,7 @@ def _row_scores(row_sums, counts) -> np.ndarray:
     return row_sums * len(row_sums) / max(1.0, float(np.sum(counts)))
 
 
+@scores_on_device  # on the GPU if there is one
 def heldout_mlm(
     model, data: dict, corrupt: Callable, *, seed: int = 0, batch_size: int = 64
 ) -> dict:

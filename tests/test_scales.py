@@ -1,0 +1,235 @@
+"""The page "Does it hold at a larger scale?" (book/scales.md) and what feeds it:
+``benchmarks/chapter_times.py`` runs notebooks N at a time, records the verdicts each
+printed, stops a notebook at its time limit, and writes the page from the chapters'
+stored (tiny) verdicts and the small run's JSON. Toy notebooks only: seconds, not
+minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import chapter_times as C
+
+
+def test_the_scales_page_is_written_from_the_current_records():
+    assert C.SCALES_PAGE.read_text() == C.scales_page(C.load_small()), (
+        "book/scales.md is not what the chapters' stored verdicts and "
+        "benchmarks/chapter_times_small.json give: python benchmarks/chapter_times.py "
+        "--scales-page"
+    )
+
+
+def _v(claim: str, verdict: str, effect: float = 0.1) -> dict:
+    return {
+        "claim": claim,
+        "verdict": verdict,
+        "effect": effect,
+        "low": effect - 0.05,
+        "high": effect + 0.05,
+        "min_effect": 0.05,
+        "seeds": 3,
+        "examples": None,
+    }
+
+
+TINY = [
+    {
+        "file": "chapters/alpha.ipynb",
+        "title": "Alpha",
+        "verdicts": [
+            _v("a1", "shows up"),
+            _v("a2", "too noisy to tell"),
+            _v("a3", "shows up"),
+        ],
+    },
+    {
+        "file": "chapters/beta.ipynb",
+        "title": "Beta",
+        "verdicts": [_v("b1", "shows up"), _v("b2", "shows up")],
+    },
+    {"file": "chapters/gamma.ipynb", "title": "Gamma", "verdicts": [_v("c1", "x")]},
+]
+
+
+def _record(file, title, status, seconds, verdicts, **extra) -> dict:
+    return {
+        "file": file,
+        "title": title,
+        "status": status,
+        "seconds": seconds,
+        "peak_rss_mb": 900,
+        "scale": "small",
+        "device": "cuda",
+        "cuda_peak_mb": 1234.5,
+        "verdicts": verdicts,
+        **extra,
+    }
+
+
+SMALL = {
+    "date": "2030-01-02 03:04 UTC",
+    "machine": {
+        "cpu": "Some CPU",
+        "cores": 16,
+        "memory_gib": 128.0,
+        "platform": "Linux",
+        "python": "3.11.7",
+        "torch": "2.13.0+cu128",
+        "torch_threads": 4,
+        "cpu_capability": "AVX512",
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "gpu_count": 1,
+        "gpu_memory_gib": 79.2,
+        "cuda": "12.8",
+        "gpu_capability": "9.0",
+        "bf16": True,
+    },
+    "scale": "small",
+    "jobs": 4,
+    "seed_set": "main",
+    "max_steps": None,
+    "chapters": [
+        # alpha: one kept, one changed, one flipped
+        _record(
+            "chapters/alpha.ipynb",
+            "Alpha",
+            "ok",
+            123.4,
+            [
+                _v("a1", "shows up"),
+                _v("a2", "does not show up"),
+                _v("a3", "the opposite shows up", -0.2),
+            ],
+        ),
+        # beta: stopped after its first verdict; gamma: not run at all
+        _record(
+            "chapters/beta.ipynb", "Beta", "timeout", 600.2, [_v("b1", "shows up")]
+        ),
+    ],
+}
+
+
+def test_the_page_labels_what_ran_and_what_did_not():
+    text = C.scales_page(SMALL, TINY)
+    assert "Does it hold at a larger scale?" in text
+    assert "NVIDIA H100 80GB HBM3" in text and "CUDA 12.8" in text
+    assert "2030-01-02 03:04 UTC" in text and "ran 4 at a time" in text
+    assert "| claim | tiny (CPU) | small (GPU) | same category? |" in text
+    # alpha: paired claim by claim
+    assert "| yes |" in text and "| **no** |" in text and "**no: flipped**" in text
+    # beta: its first verdict paired, the second never reached
+    assert "not reached: timed out after 600 s" in text
+    # gamma: shown as not run, never invented
+    assert "| not run at small | – |" in text and "not run at `small`" in text
+    assert "**2 of 4 verdicts measured at both scales (50%) kept their category" in text
+    assert "1 flipped between" in text
+    assert "2 `tiny` verdicts have no `small` counterpart" in text
+    assert "(not run: gamma; timed out: beta)" in text
+    # the time table: a row for each notebook that ran (timed out included), none
+    # for gamma
+    times = text.split("## How long the small run took", 1)[1]
+    assert "| 123 | 1,234 | 900 | ok |" in times
+    assert "| 600 | 1,234 | 900 | timed out after 600 s |" in times
+    assert "Gamma" not in times and "gamma" not in times
+
+
+def test_without_a_small_run_the_page_says_so_and_shows_tiny_only():
+    text = C.scales_page(None, TINY)
+    assert "No run at the `small` scale exists yet" in text
+    assert "small (GPU)" not in text and "| claim | tiny (CPU) |" in text
+    assert "6 verdicts in 3 chapters at `tiny`" in text
+
+
+def _toy(path: pathlib.Path, title: str, code: str) -> pathlib.Path:
+    nbformat = pytest.importorskip("nbformat")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(f"# {title}"),
+        nbformat.v4.new_code_cell('SCALE = "tiny"', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(code),
+    ]
+    nbformat.write(nb, path)
+    return path
+
+
+VERDICT = """\
+from ptlm_lite.verdict import verdict
+verdict({{"a": [0.80, 0.82, 0.81], "b": [0.60, 0.62, {b}]}}, better="a", worse="b",
+        min_effect=0.05, metric="{metric}")
+"""
+
+
+def test_jobs_runs_notebooks_side_by_side_and_records_their_verdicts(tmp_path):
+    pytest.importorskip("nbclient")
+    one = _toy(tmp_path / "one.ipynb", "Toy one", VERDICT.format(b=0.61, metric="m1"))
+    two = _toy(tmp_path / "two.ipynb", "Toy two", VERDICT.format(b=0.90, metric="m2"))
+    out = tmp_path / "small.json"
+    before = one.read_bytes()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "chapter_times.py"), str(one),
+         str(two), "--jobs", "2", "--scale", "small", "--json", str(out),
+         "--notebook-timeout", "120"],
+        check=False, capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert one.read_bytes() == before  # executed in memory, never written
+    result = json.loads(out.read_text())
+    assert result["jobs"] == 2 and result["scale"] == "small"
+    assert result["seed_set"] == (os.environ.get("PTLM_SEED_SET") or "main")
+    assert "gpu" in result["machine"] and "cuda" in result["machine"]
+    first, second = result["chapters"]
+    assert [first["title"], second["title"]] == ["Toy one", "Toy two"]
+    for record, metric, category in (
+        (first, "m1", "shows up"),
+        (second, "m2", "too noisy to tell"),
+    ):
+        assert record["status"] == "ok", record
+        assert record["scale"] == "small"  # set in the parameters cell
+        assert record["device"] in ("cpu", "cuda", "mps")
+        assert (record["cuda_peak_mb"] is None) == (record["device"] != "cuda")
+        [v] = record["verdicts"]
+        assert metric in v["claim"] and v["verdict"] == category
+
+
+def test_a_notebook_past_its_time_is_stopped_with_what_it_printed(tmp_path):
+    pytest.importorskip("nbclient")
+    line = {"claim": "printed before the wait", "verdict": "shows up"}
+    path = _toy(
+        tmp_path / "slow.ipynb",
+        "Slow toy",
+        "import json, os, time\n"
+        "with open(os.environ['PTLM_VERDICT_LOG'], 'a') as f:\n"
+        f"    f.write(json.dumps({line!r}) + '\\n')\n"
+        "time.sleep(600)",
+    )
+    record = C.run_notebook(path, timeout=120, notebook_timeout=3)
+    assert record["status"] == "timeout", record
+    assert 2.5 <= record["seconds"] < 30
+    assert record["verdicts"] == [line]
+    assert record["device"] is None  # the busy kernel was killed, not asked
+
+
+def test_a_run_of_an_older_version_of_a_chapter_says_so():
+    file = "chapters/gpt.ipynb"
+    now = C.current_code_hash(file)
+    tiny = [{"file": file, "title": "GPT", "verdicts": [_v("g1", "shows up")]}]
+    for recorded, stale in ((now, False), ("0123456789abcdef", True), (None, True)):
+        small = {
+            **SMALL,
+            "chapters": [
+                _record(file, "GPT", "ok", 1.0, [_v("g1", "shows up")])
+                | {"code_hash": recorded}
+            ],
+        }
+        text = C.scales_page(small, tiny)
+        assert ("the chapter has changed since this run" in text) == stale, recorded
