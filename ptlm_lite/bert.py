@@ -29,7 +29,6 @@ Chapter: ``chapters/bert.ipynb``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -44,7 +43,6 @@ __all__ = [
     "BERT_FIELDS",
     "BertEmbeddings",
     "Bert",
-    "Encoded",
     "MLMHead",
     "BertForPreTraining",
     "init_weights",
@@ -112,10 +110,11 @@ class Bert(Model):
     """The encoder: embeddings, ``n_layer`` post-LN blocks, and the ``[CLS]`` pooler.
 
     ``forward(ids, segments=None, valid=None, mask=None, return_attention=False,
-    return_hidden=False)`` returns an :class:`Encoded` that unpacks as ``hidden (B, T,
-    D), pooled (B, D), attentions``; attentions is a list over layers of ``(B, H, T,
-    T)`` when asked for, else None, and ``layers`` every layer's states when
-    ``return_hidden``. ``valid`` (B, T) bool marks real tokens (default: not padding);
+    return_hidden=False)`` returns an :class:`~ptlm_lite.output.Output` with
+    ``last_hidden`` (B, T, D), ``pooled`` (B, D), ``attentions`` (a list over layers of
+    ``(B, H, T, T)`` when asked for) and ``hidden`` (every layer's states when
+    ``return_hidden``); it unpacks as ``hidden, pooled, attentions = bert(ids)``.
+    ``valid`` (B, T) bool marks real tokens (default: not padding);
     ``mask`` defaults to ``masks.padding_mask(valid)``: only padding is hidden.
 
     ``embed``: embeddings to share with another model (ELECTRA's generator and
@@ -170,21 +169,9 @@ class Bert(Model):
         out = self.blocks(
             x, mask=mask, return_attention=return_attention, return_hidden=return_hidden
         )
-        pooled = torch.tanh(self.pooler(out.x[:, 0]))  # (B, D): the [CLS] position
-        return Encoded(out.x, pooled, out.attentions, out.hidden)
-
-
-@dataclass
-class Encoded:
-    """The encoder's output; unpacks as ``hidden, pooled, attentions = bert(ids)``."""
-
-    hidden: torch.Tensor
-    pooled: torch.Tensor
-    attentions: list | None = None
-    layers: list | None = None
-
-    def __iter__(self):
-        return iter((self.hidden, self.pooled, self.attentions))
+        # (B, D): the [CLS] position
+        out.pooled = torch.tanh(self.pooler(out.last_hidden[:, 0]))
+        return out
 
 
 class MLMHead(nn.Module):
@@ -226,8 +213,8 @@ class BertForPreTraining(Model):
     Returns an :class:`~ptlm_lite.transformer.Output`: ``logits`` are the MLM logits,
     ``(B, T, V)`` without ``targets`` and ``(N, V)`` at the N masked positions
     (row-major order) with them; ``loss`` = MLM loss + NSP loss (those whose labels were
-    given); ``extra`` holds ``nsp_logits (B, 2)``, ``mlm_loss``, ``nsp_loss``,
-    ``hidden``, ``pooled``.
+    given); ``extra`` holds ``nsp_logits (B, 2)``, ``mlm_loss``, ``nsp_loss``;
+    ``last_hidden`` and ``pooled`` are the encoder's.
     """
 
     def __init__(self, config: Config, seed: int | None = None):
@@ -252,7 +239,7 @@ class BertForPreTraining(Model):
             ids, segments, valid, return_attention=return_attention
         )
         nsp_logits = self.nsp(pooled)  # (B, 2)
-        extra = {"nsp_logits": nsp_logits, "hidden": hidden, "pooled": pooled}
+        extra = {"nsp_logits": nsp_logits}
         losses = []
         if targets is None:
             logits = self.mlm(hidden)  # (B, T, V)
@@ -268,4 +255,11 @@ class BertForPreTraining(Model):
         if nsp_labels is not None:
             extra["nsp_loss"] = cross_entropy(nsp_logits, nsp_labels, name="nsp_labels")
             losses.append(extra["nsp_loss"])
-        return Output(logits, sum(losses) if losses else None, attentions, extra)
+        return Output(
+            logits,
+            sum(losses) if losses else None,
+            attentions,
+            extra,
+            last_hidden=hidden,
+            pooled=pooled,
+        )

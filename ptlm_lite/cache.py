@@ -297,7 +297,8 @@ def _try_load(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module | None:
         load_model(model, str(weights), strict=True)
     except Exception as err:  # any damage: rebuild rather than trust it
         warnings.warn(
-            f"cache entry {meta.name} is damaged ({err}); it will be rebuilt",
+            f"cache entry {meta.name} cannot be used ({str(err)[:300]}): damaged, or "
+            f"saved by an older version of the model; it will be rebuilt",
             RuntimeWarning,
             stacklevel=3,
         )

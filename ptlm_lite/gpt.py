@@ -1,7 +1,7 @@
 """GPT and GPT-2: a Transformer decoder with no encoder, trained to predict the next
 token.
 
-    ids ──Embeddings(token + learned position)──► Stack(causal mask) ──► [LN] ──► logits
+    ids ──Embeddings(token + learned position)──► Stack(causal mask) [+ final LN] ──► logits
 
 Everything that makes it a language model is one mask: ``masks.causal_mask(T)``, so
 position ``t`` sees positions ``0..t`` and the loss at ``t`` is the cross-entropy of
@@ -119,7 +119,7 @@ class GPT(Model):
     return_hidden=False)`` returns an :class:`~ptlm_lite.output.Output`: ``logits`` (B,
     T, V); ``loss`` the mean next-token cross-entropy over targets that are not
     ``IGNORE`` (−100); ``attentions`` per layer (B, H, T, T_past + T);
-    ``extra["hidden"]`` the last hidden states (B, T, D) for heads. ``mask`` defaults to
+    ``last_hidden`` the top layer's states (B, T, D) for heads. ``mask`` defaults to
     the causal mask (shifted by the cache's length).
     """
 
@@ -132,14 +132,8 @@ class GPT(Model):
             )
         # token + learned position, then dropout
         self.embed = Embeddings(config)
+        # the blocks; pre-LN (GPT-2) ends with one more LayerNorm, which the Stack holds
         self.blocks = Stack(config)
-        # Pre-LN leaves the residual stream un-normalised, so GPT-2 adds one LayerNorm
-        # at the end.
-        self.ln_f = (
-            nn.LayerNorm(config.d_model, eps=config.ln_eps)
-            if config.pre_norm
-            else nn.Identity()
-        )
         E = config.d_embed or config.d_model
         # factorised embeddings (d_embed < d_model): the tied head goes back down to E
         # first (D -> E -> V), as the embeddings went up (V -> E -> D)
@@ -196,12 +190,12 @@ class GPT(Model):
             return_attention=return_attention,
             return_hidden=return_hidden,
         )
-        x = self.ln_f(out.x)
+        x = out.last_hidden  # (B, T, D), after GPT-2's final LayerNorm
         logits = self.head(
             x if self.head_proj is None else self.head_proj(x)
         )  # (B, T, V)
         loss = None if targets is None else cross_entropy(logits, targets)
-        return Output(logits, loss, out.attentions, {"hidden": x}, out.hidden)
+        return Output(logits, loss, out.attentions, hidden=out.hidden, last_hidden=x)
 
     # model.generate(ids, max_new_tokens, temperature, top_k, top_p, ...)
     generate = generate
@@ -267,7 +261,7 @@ class GPTForTask(Model):
         )
         out = self.gpt(flat, targets=lm_targets)
         # (B*C, D): the [extract] states
-        h = out.extra["hidden"][torch.arange(B * C), flat_last]
+        h = out.last_hidden[torch.arange(B * C), flat_last]
         if self.mode == "sum":
             logits = self.head(h.view(B, C, -1).sum(1))  # (B, n_out)
         elif self.mode == "choice":

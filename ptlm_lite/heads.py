@@ -83,7 +83,7 @@ class BertForSequenceClassification(_FineTuned):
         )
         logits = self.classifier(self.drop(pooled))  # (B, n_labels)
         loss = None if labels is None else cross_entropy(logits, labels, name="labels")
-        return Output(logits, loss, attentions, {"pooled": pooled})
+        return Output(logits, loss, attentions, pooled=pooled)
 
 
 class BertForSpanExtraction(_FineTuned):

@@ -26,22 +26,37 @@ IGNORE = -100  # targets equal to this do not count towards the loss
 
 @dataclass
 class Output:
-    """What a model returns. Unpacks like nanoGPT's contract: ``logits, loss =
-    model(...)``.
+    """What every model, head and :class:`~ptlm_lite.stack.Stack` returns: one
+    dataclass with optional fields, like Hugging Face's ``ModelOutput``.
 
-    ``attentions``: per layer ``(B, H, Tq, Tk)`` (a dict of such lists for an
-    encoder-decoder) when asked with ``return_attention=True``; ``hidden``: every
-    layer's hidden states when asked with ``return_hidden=True``; ``extra``: whatever
-    else a head returns (pooled vectors, partial losses).
+    * ``logits``, ``loss``: a model with an output layer (``loss`` when targets are
+      given);
+    * ``last_hidden`` (B, T, D): the top layer's states (after the final norm);
+      ``pooled`` (B, D): an encoder's pooled ``[CLS]`` (BERT);
+    * ``attentions``: per layer ``(B, H, Tq, Tk)`` (a dict of such lists for an
+      encoder-decoder) when asked with ``return_attention=True``; ``cross``: the
+      cross-attentions of a decoder stack;
+    * ``hidden``: the input of every layer and ``last_hidden`` (n_layer + 1 tensors) when
+      asked with ``return_hidden=True``;
+    * ``extra``: whatever else a head returns (partial losses, a second head's logits).
+
+    It unpacks like nanoGPT's contract, ``logits, loss = model(...)``; an encoder
+    without an output layer (``logits`` is None) unpacks as BERT's ``hidden, pooled,
+    attentions = bert(ids)``.
     """
 
-    logits: torch.Tensor
+    logits: torch.Tensor | None = None
     loss: torch.Tensor | None = None
     attentions: dict | list | None = None
     extra: dict = field(default_factory=dict)
     hidden: list | None = None
+    last_hidden: torch.Tensor | None = None
+    pooled: torch.Tensor | None = None
+    cross: list | None = None
 
     def __iter__(self):
+        if self.logits is None:
+            return iter((self.last_hidden, self.pooled, self.attentions))
         return iter((self.logits, self.loss))
 
 

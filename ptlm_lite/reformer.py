@@ -298,8 +298,11 @@ class Reformer(Model):
             self.attention, n_buckets=c.n_buckets, n_hashes=c.n_hashes, chunk=c.chunk,
             hash_seed=c.hash_seed,
         )  # fmt: skip
-        self.blocks = Stack(config, attention=attn, block=ReversibleBlock)
-        self.ln_f = nn.LayerNorm(2 * D, eps=c.ln_eps)  # over [Y₁ ; Y₂]
+        # no final norm in the Stack: the Reformer's is over both streams, [Y₁ ; Y₂]
+        self.blocks = Stack(
+            config, attention=attn, block=ReversibleBlock, final_norm=False
+        )
+        self.ln_f = nn.LayerNorm(2 * D, eps=c.ln_eps)
         self.head = nn.Linear(2 * D, c.vocab_size)
         self.apply(init_weights)  # the book's one initialiser: N(0, 0.02)
 
@@ -313,7 +316,7 @@ class Reformer(Model):
             x = Reversible.apply(x, self.blocks, mask)
         else:
             out = self.blocks(x, mask=mask, return_attention=return_attention)
-            x, attentions = out.x, out.attentions
+            x, attentions = out.last_hidden, out.attentions
         logits = self.head(self.ln_f(x))
         loss = None if targets is None else cross_entropy(logits, targets)
         return Output(logits, loss, attentions)

@@ -146,10 +146,12 @@ class RobertaForMaskedLM(Model):
         hidden, pooled, attentions = self.roberta(
             ids, valid=valid, return_attention=return_attention
         )
-        extra = {"hidden": hidden, "pooled": pooled}
+        out = Output(None, None, attentions, last_hidden=hidden, pooled=pooled)
         if targets is None:
-            return Output(self.mlm(hidden), None, attentions, extra)  # (B, T, V)
+            out.logits = self.mlm(hidden)  # (B, T, V)
+            return out
         selected = targets != IGNORE  # (B, T)
-        logits = self.mlm(hidden[selected])  # (N, V): the masked positions only
-        extra["mlm_loss"] = cross_entropy(logits, targets[selected])
-        return Output(logits, extra["mlm_loss"], attentions, extra)
+        out.logits = self.mlm(hidden[selected])  # (N, V): the masked positions only
+        out.extra["mlm_loss"] = cross_entropy(out.logits, targets[selected])
+        out.loss = out.extra["mlm_loss"]
+        return out

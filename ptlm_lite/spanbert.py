@@ -251,7 +251,7 @@ class SpanBertForPreTraining(BertForPreTraining):
         )
         if targets is not None:
             selected = targets != IGNORE
-            out.extra["sbo_logits"] = self.sbo(out.extra["hidden"], selected)
+            out.extra["sbo_logits"] = self.sbo(out.last_hidden, selected)
             sbo_loss = cross_entropy(out.extra["sbo_logits"], targets[selected])
             out.extra["sbo_loss"], out.loss = sbo_loss, out.loss + sbo_loss
         return out

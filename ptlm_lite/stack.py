@@ -2,8 +2,11 @@
 
     x ──► Block 0 ──► Block 1 ──► ... ──► Block N-1 ──► [final norm] ──► out
 
-:class:`Stack` is a list of :class:`~ptlm_lite.layers.Block` with the only loop over
-blocks in the package. Everything that differs between models arrives as an argument,
+:class:`Stack` holds the blocks (``stack[i]``, ``len(stack)``, ``for block in stack``)
+and the one final norm, and runs the only loop over blocks in the package. The final
+norm is there when the blocks are pre-LN (``config.pre_norm``: each sublayer normalises
+its own input, so the residual stream leaves the last block un-normalised, as in GPT-2);
+post-LN blocks end normalised and get none (``final_norm=`` overrides). Everything that differs between models arrives as an argument,
 never as a new loop:
 
 * ``mask`` (bool, True = may attend): causal for GPT, padding for BERT, prefix for a
@@ -22,29 +25,15 @@ Introduced in ``chapters/transformer.ipynb``; used by every model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
 from .config import Config
 from .layers import Block, FeedForward
+from .output import Output
 
-__all__ = ["Stack", "StackOutput", "Memory", "Model"]
-
-
-@dataclass
-class StackOutput:
-    """``x``: the output (B, T, D); ``hidden``: the input of every layer and the output,
-    n_layer + 1 tensors (when asked); ``attentions`` / ``cross``: per layer (B, H, Tq,
-    Tk) (when asked).
-    """
-
-    x: torch.Tensor
-    hidden: list | None = None
-    attentions: list | None = None
-    cross: list | None = None
+__all__ = ["Stack", "Memory", "Model"]
 
 
 class Memory:
@@ -69,7 +58,7 @@ class Memory:
         return None if self.states is None else self.states[layer]
 
     def update(self, hidden: list) -> None:
-        """Append this segment's layer inputs (``StackOutput.hidden[:-1]``), keep the
+        """Append this segment's layer inputs (``Output.hidden[:-1]``), keep the
         last mem_len.
         """
         if self.mem_len == 0:
@@ -80,9 +69,9 @@ class Memory:
         self.states = [h[:, -self.mem_len :] for h in new]
 
 
-class Stack(nn.ModuleList):
-    """``n_layer`` blocks (``Block(config, cross, attention, norm, ff)``) and the loop
-    that runs them.
+class Stack(nn.Module):
+    """``n_layer`` blocks (``Block(config, cross, attention, norm, ff)``), the final
+    norm, and the loop that runs them.
     """
 
     def __init__(
@@ -93,14 +82,31 @@ class Stack(nn.ModuleList):
         norm: type = nn.LayerNorm,
         block: type = Block,
         ff: type = FeedForward,
+        final_norm: bool | None = None,
     ):
+        super().__init__()
         n_blocks = 1 if config.share_layers else config.n_layer
         kw = {"ff": ff} if ff is not FeedForward else {}  # blocks that take no ff=
-        super().__init__(
-            block(config, cross=cross, attention=attention, norm=norm, **kw)
-            for _ in range(n_blocks)
+        # children named "0", "1", ... as in an nn.ModuleList: state-dict keys blocks.{i}.
+        self._modules.update(
+            (str(i), block(config, cross=cross, attention=attention, norm=norm, **kw))
+            for i in range(n_blocks)
         )
-        self.n_layer = config.n_layer
+        self.n_blocks, self.n_layer = n_blocks, config.n_layer
+        if final_norm is None:
+            final_norm = config.pre_norm
+        self.norm = (
+            norm(config.d_model, eps=config.ln_eps) if final_norm else nn.Identity()
+        )
+
+    def __len__(self) -> int:
+        return self.n_blocks
+
+    def __getitem__(self, i: int) -> nn.Module:
+        return self._modules[str(range(self.n_blocks)[i])]
+
+    def __iter__(self):
+        return (self[i] for i in range(self.n_blocks))
 
     def forward(
         self,
@@ -113,9 +119,12 @@ class Stack(nn.ModuleList):
         cache: list | None = None,
         return_attention: bool = False,
         return_hidden: bool = False,
-    ):
-        """x: (B, T, D) -> :class:`StackOutput`. ``memory`` needs ``return_hidden`` to
-        be updated.
+    ) -> Output:
+        """x: (B, T, D) -> :class:`~ptlm_lite.output.Output` with ``last_hidden`` (B,
+        T, D) after the final norm; ``hidden``: the input of every layer and
+        ``last_hidden``, n_layer + 1 tensors (when asked); ``attentions`` / ``cross``:
+        per layer (B, H, Tq, Tk) (when asked). ``memory`` is read, then updated with
+        this segment's layer inputs.
         """
         if cache is not None and len(cache) != self.n_layer:
             raise ValueError(
@@ -140,11 +149,12 @@ class Stack(nn.ModuleList):
             cross.append(w_cross)
         if memory is not None:
             memory.update(hidden)
-        return StackOutput(
-            x,
-            hidden + [x] if return_hidden else None,
-            attentions if return_attention else None,
-            cross if return_attention and context is not None else None,
+        x = self.norm(x)
+        return Output(
+            last_hidden=x,
+            hidden=hidden + [x] if return_hidden else None,
+            attentions=attentions if return_attention else None,
+            cross=cross if return_attention and context is not None else None,
         )
 
 

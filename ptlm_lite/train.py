@@ -432,20 +432,6 @@ def train(
                     with autocast:
                         loss = loss_fn(model, batch)
                 hist.compile_seconds = time.perf_counter() - t0
-            elif step == 1 and cast is not None:
-                try:
-                    with autocast:
-                        loss = loss_fn(run_model, batch)
-                # a model whose code does not run in bf16: say so, train it in fp32
-                except RuntimeError as e:
-                    import warnings
-
-                    warnings.warn(
-                        f"{desc}: bf16 autocast failed ({type(e).__name__}: "
-                        f"{str(e)[:200]}); training in fp32"
-                    )
-                    cast, autocast = None, contextlib.nullcontext()
-                    loss = loss_fn(run_model, batch)
             else:
                 with autocast:
                     loss = loss_fn(run_model, batch)

@@ -70,19 +70,10 @@ class Transformer(Model):
     ):
         super().__init__(config, seed)
         self.embed = Embeddings(config, scale=True)
+        # pre-LN leaves the residual stream un-normalised: each Stack then ends with
+        # its own final norm
         self.encoder = Stack(config, norm=norm)
         self.decoder = Stack(config, cross=True, norm=norm)
-        # Pre-LN leaves the residual stream un-normalised: one final norm per stack.
-        self.ln_enc = (
-            norm(config.d_model, eps=config.ln_eps)
-            if config.pre_norm
-            else nn.Identity()
-        )
-        self.ln_dec = (
-            norm(config.d_model, eps=config.ln_eps)
-            if config.pre_norm
-            else nn.Identity()
-        )
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_weights:
             self.head.weight = self.embed.tok.weight
@@ -109,7 +100,7 @@ class Transformer(Model):
         out = self.encoder(
             self.embed(src), mask=mask, bias=bias, return_attention=return_attention
         )
-        return self.ln_enc(out.x), src_valid, out.attentions
+        return out.last_hidden, src_valid, out.attentions
 
     def decode(self, tgt, memory, src_valid, mask=None, return_attention=False):
         """tgt: (B, T) ids (starting with BOS) -> logits (B, T, V), self and cross
@@ -133,7 +124,7 @@ class Transformer(Model):
             context_mask=cross,
             return_attention=return_attention,
         )
-        return self.head(self.ln_dec(out.x)), out.attentions, out.cross
+        return self.head(out.last_hidden), out.attentions, out.cross
 
     def forward(self, src, tgt_in, tgt_out=None, return_attention=False) -> Output:
         """Teacher forcing: ``tgt_in`` is the target shifted right (BOS first),

@@ -141,9 +141,7 @@ class TransformerXL(Model):
         self.tok = nn.Embedding(config.vocab_size, config.d_model)  # no positions
         self.drop = Dropout(config.dropout)
         self.blocks = Stack(config, attention=RelativeAttention)
-        D = config.d_model
-        self.ln_f = nn.LayerNorm(D) if config.pre_norm else nn.Identity()
-        self.head = nn.Linear(D, config.vocab_size, bias=False)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_weights:
             self.head.weight = self.tok.weight
         self.apply(init_weights)  # the book's one initialiser: N(0, 0.02)
@@ -168,7 +166,7 @@ class TransformerXL(Model):
             memory=memory,
             return_attention=return_attention,
         )
-        return self.ln_f(out.x), out.attentions
+        return out.last_hidden, out.attentions
 
     def forward(
         self, ids, targets=None, memory=None, mask=None, return_attention=False
@@ -176,4 +174,4 @@ class TransformerXL(Model):
         h, attentions = self.hidden(ids, memory, mask, return_attention)
         logits = self.head(h)  # (B, T, V)
         loss = None if targets is None else cross_entropy(logits, targets)
-        return Output(logits, loss, attentions, {"hidden": h})
+        return Output(logits, loss, attentions, last_hidden=h)

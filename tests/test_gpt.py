@@ -145,8 +145,8 @@ def test_tied_weights_and_gpt2_residual_init():
     assert abs(big.blocks[0].attn.qkv.weight.std().item() - 0.02) < 0.002
     post = GPT(gpt_config("gpt-tiny", vocab_size=50, n_layer=8, d_model=128, d_ff=512))
     assert abs(post.blocks[0].attn.o.weight.std().item() - 0.02) < 0.002
-    assert isinstance(post.ln_f, torch.nn.Identity) and isinstance(
-        big.ln_f, torch.nn.LayerNorm
+    assert isinstance(post.blocks.norm, torch.nn.Identity) and isinstance(
+        big.blocks.norm, torch.nn.LayerNorm
     )
 
 

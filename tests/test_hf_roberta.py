@@ -166,8 +166,6 @@ def test_headless_checkpoint_loads(pair):
         ref = hf(input_ids=ids, attention_mask=valid.long())
         mine = ours(ids, valid=valid)
     torch.testing.assert_close(
-        mine.extra["hidden"], ref.last_hidden_state, atol=1e-5, rtol=1e-5
+        mine.last_hidden, ref.last_hidden_state, atol=1e-5, rtol=1e-5
     )
-    torch.testing.assert_close(
-        mine.extra["pooled"], ref.pooler_output, atol=1e-5, rtol=1e-5
-    )
+    torch.testing.assert_close(mine.pooled, ref.pooler_output, atol=1e-5, rtol=1e-5)

@@ -55,13 +55,16 @@ def test_seeds_come_from_one_place(path):
     )
 
 
-@pytest.mark.parametrize("scale", ["tiny", "small"])
+# "tiny" runs in full under nbval (the chapter's own seeds) and with fresh seeds in
+# scripts/replicate.py (the record above); "small" and fresh seeds together run here.
+@pytest.mark.parametrize("scale", ["small"])
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_runs_with_fresh_seeds_under_a_step_cap(path, scale):
-    """Both scales, end to end, in seconds: every training run capped at 2 steps and
-    the evaluation sets cut to a handful (``P.capped_sizes``). At "small" this is the
-    only run CI makes of the GPU path: shape, dtype and configuration errors of the
-    larger settings fail here (issue 24)."""
+    """The GPU scale with the fresh seed set, end to end, in seconds: every training
+    run capped at 2 steps and the evaluation sets cut to a handful
+    (``P.capped_sizes``). This is the only run CI makes of the larger settings: shape,
+    dtype and configuration errors fail here (issue 24), as does an experiment that
+    hard-codes a seed (issue 22)."""
     import nbformat
 
     sys.path.insert(0, str(ROOT / "benchmarks"))

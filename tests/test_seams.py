@@ -72,7 +72,7 @@ def test_two_models_share_their_embeddings():
     assert discriminator.embed is generator.embed
     assert torch.equal(generator.embed.tok.weight, table), "not re-initialised"
     ids = torch.randint(5, 40, (2, 5))
-    (generator(ids).hidden.sum() + discriminator(ids).hidden.sum()).backward()
+    (generator(ids).last_hidden.sum() + discriminator(ids).last_hidden.sum()).backward()
     assert generator.embed.tok.weight.grad is not None
 
 
@@ -92,7 +92,7 @@ def test_block_and_stack_take_a_feed_forward_class():
     stack = Stack(cfg, ff=GLU)
     assert all(isinstance(block.ff, GLU) for block in stack)
     x = torch.randn(2, 5, cfg.d_model)
-    assert stack(x, mask=masks.causal_mask(5)).x.shape == x.shape
+    assert stack(x, mask=masks.causal_mask(5)).last_hidden.shape == x.shape
 
 
 def test_embeddings_without_positions_and_with_explicit_ones():
@@ -129,7 +129,9 @@ class RelativeBias(nn.Module):
 def test_an_encoder_decoder_with_rmsnorm_and_a_relative_bias():
     cfg = P.preset("tiny", vocab_size=30, pos="none", pre_norm=True, dropout=0.0)
     m = Transformer(cfg, seed=0, norm=nn.RMSNorm, bias=RelativeBias).eval()
-    assert isinstance(m.ln_enc, nn.RMSNorm) and isinstance(m.encoder[0].ln1, nn.RMSNorm)
+    assert isinstance(m.encoder.norm, nn.RMSNorm) and isinstance(
+        m.encoder[0].ln1, nn.RMSNorm
+    )
     src, tgt = torch.randint(4, 30, (2, 7)), torch.randint(4, 30, (2, 5))
     out = m(src, tgt, tgt)
     assert out.logits.shape == (2, 5, 30) and torch.isfinite(out.loss)
@@ -149,3 +151,68 @@ def test_an_encoder_decoder_with_rmsnorm_and_a_relative_bias():
         a, b = m(src, tgt).logits, m(src, later).logits
         assert torch.allclose(a[:, :3], b[:, :3], atol=1e-6)
         assert not torch.allclose(a[:, 3:], b[:, 3:])
+
+
+def test_the_stack_owns_the_one_final_norm():
+    """Pre-LN blocks leave the residual stream un-normalised: the Stack ends with one
+    norm (GPT-2, a pre-LN Transformer's encoder and decoder); post-LN blocks end
+    normalised and the Stack adds none (GPT, BERT). No model keeps a norm of its own
+    after the blocks.
+    """
+    pre = GPT(P.preset("gpt2-tiny", vocab_size=40), seed=0)
+    post = GPT(P.preset("gpt-tiny", vocab_size=40), seed=0)
+    assert isinstance(pre.blocks.norm, nn.LayerNorm)
+    assert isinstance(post.blocks.norm, nn.Identity)
+    assert isinstance(
+        Bert(P.preset("bert-tiny", vocab_size=40)).blocks.norm, nn.Identity
+    )
+    t = Transformer(P.preset("tiny", vocab_size=40, pre_norm=True))
+    assert isinstance(t.encoder.norm, nn.LayerNorm)
+    assert isinstance(t.decoder.norm, nn.LayerNorm)
+    for model in (pre, post, t):
+        top = [n for n, m in model.named_children() if isinstance(m, nn.LayerNorm)]
+        assert top == [], f"{type(model).__name__} keeps its own final norm: {top}"
+    # the stack's output is normalised: zero mean and unit variance per position
+    x = pre.blocks(torch.randn(2, 5, pre.config.d_model) * 7 + 3).last_hidden
+    assert torch.allclose(x.mean(-1), torch.zeros(2, 5), atol=1e-5)
+    # and the forced switch: a post-LN stack with a final norm
+    stack = Stack(P.preset("gpt-tiny", vocab_size=40), final_norm=True)
+    assert isinstance(stack.norm, nn.LayerNorm) and len(stack) == 2
+
+
+def test_one_output_type():
+    """Every model, head and the Stack return the one Output; it unpacks as ``logits,
+    loss`` or, for an encoder without an output layer, as ``hidden, pooled,
+    attentions``.
+    """
+    import ast
+    import pathlib
+
+    from ptlm_lite.output import Output
+
+    root = pathlib.Path(P.__file__).parent
+    outputs = [
+        f"{f.name}:{node.name}"
+        for f in root.rglob("*.py")
+        if f.parent.name != "data"  # data.Encoded: a tokenizer's output, not a model's
+        for node in ast.walk(ast.parse(f.read_text()))
+        if isinstance(node, ast.ClassDef)
+        and any(k in node.name for k in ("Output", "Encoded"))
+    ]
+    assert outputs == ["output.py:Output"], outputs
+    ids = torch.randint(5, 40, (2, 6))
+    gpt = GPT(P.preset("gpt2-tiny", vocab_size=40), seed=0)
+    out = gpt(ids, targets=ids)
+    logits, loss = out
+    assert (
+        isinstance(out, Output)
+        and loss.ndim == 0
+        and out.last_hidden.shape == (2, 6, 64)
+    )
+    bert = Bert(P.preset("bert-tiny", vocab_size=40), seed=0)
+    enc = bert(ids, return_hidden=True)
+    hidden, pooled, attentions = enc
+    assert isinstance(enc, Output) and enc.logits is None and attentions is None
+    assert hidden.shape == (2, 6, 64) and pooled.shape == (2, 64)
+    assert len(enc.hidden) == bert.config.n_layer + 1 and enc.hidden[-1] is hidden
+    assert isinstance(bert.blocks(torch.randn(2, 6, 64)), Output)

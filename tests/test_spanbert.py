@@ -272,7 +272,7 @@ def test_sbo_shapes_and_the_loss_is_mlm_plus_sbo(cfg):
     out = model(m.inputs, targets=m.targets)
     N = int(m.selected.sum())
     assert out.logits.shape == (N, V) and out.extra["sbo_logits"].shape == (N, V)
-    hidden = out.extra["hidden"]
+    hidden = out.last_hidden
     assert model.sbo.inputs(hidden, m.selected).shape == (N, 3 * cfg.d_model)
     assert torch.allclose(out.loss, out.extra["mlm_loss"] + out.extra["sbo_loss"])
     assert model.sbo.decoder.weight is model.bert.embed.tok.weight  # tied
@@ -325,7 +325,7 @@ def test_the_hidden_token_never_reaches_the_sbo(cfg):
         inputs.append(m.inputs)
     assert torch.equal(inputs[0], inputs[1])
     with torch.no_grad():
-        states = [model.bert(x).hidden for x in inputs]
+        states = [model.bert(x).last_hidden for x in inputs]
     assert torch.equal(
         model.sbo.inputs(states[0], selected), model.sbo.inputs(states[1], selected)
     )

@@ -31,6 +31,7 @@ import torch
 
 from ..bert import BERT_FIELDS, BertForPreTraining
 from ..config import Config
+from . import load_converted
 
 __all__ = ["config_from_hf", "convert_state_dict", "from_hf", "from_pretrained_hf"]
 
@@ -133,23 +134,13 @@ def from_hf(hf_model) -> BertForPreTraining:
     the checkpoint lacks keep their fresh initialisation and are listed in
     ``model.hf_missing``; a missing encoder weight is an error.
     """
-    model = BertForPreTraining(config_from_hf(hf_model.config))
-    state = convert_state_dict(hf_model.state_dict())
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    # The decoder's matrix is the (tied) token embedding, which HF may or may not list
-    # twice.
-    missing = [m for m in missing if m != "mlm.decoder.weight"]
-    model.hf_missing = sorted(
-        {m.rsplit(".", 1)[0] for m in missing if m.startswith(_OPTIONAL)}
+    return load_converted(
+        BertForPreTraining(config_from_hf(hf_model.config)),
+        convert_state_dict(hf_model.state_dict()),
+        optional=_OPTIONAL,
+        # the decoder's matrix is the token embedding, which HF may list twice or not
+        tied={"mlm.decoder.weight": "bert.embed.tok.weight"},
     )
-    missing = [m for m in missing if not m.startswith(_OPTIONAL)]
-    if missing or unexpected:
-        raise RuntimeError(
-            f"weights do not match: missing {missing}, unexpected {unexpected}"
-        )
-    if not torch.equal(model.mlm.decoder.weight, model.bert.embed.tok.weight):
-        raise RuntimeError("the MLM decoder must be tied to the token embeddings")
-    return model.eval()
 
 
 def from_pretrained_hf(name: str = "bert-base-uncased") -> BertForPreTraining:

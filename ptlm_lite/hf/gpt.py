@@ -16,7 +16,6 @@ the logits agree to 1e-5 in fp32. Chapters: ``chapters/gpt.ipynb``,
 
 from __future__ import annotations
 
-import torch
 
 from ..config import Config
 from ..gpt import GPT
@@ -113,7 +112,7 @@ def state_dict_from_hf(hf_state: dict, config: Config, kind: str) -> dict:
             out[b + name + ".weight"] = hf_state[h + hf_name + ".weight"]
             out[b + name + ".bias"] = hf_state[h + hf_name + ".bias"]
     if kind == "gpt2":
-        out["ln_f.weight"], out["ln_f.bias"] = (
+        out["blocks.norm.weight"], out["blocks.norm.bias"] = (
             hf_state[f"{p}ln_f.weight"],
             hf_state[f"{p}ln_f.bias"],
         )

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 
-import torch
 
 from ..config import Config
+from . import load_converted
 from ..roberta import ROBERTA_FIELDS, RobertaForMaskedLM
 from . import bert as hf_bert
 
@@ -92,21 +92,12 @@ def from_hf(hf_model) -> RobertaForMaskedLM:
     keep their fresh initialisation and are listed in ``model.hf_missing``; a missing
     encoder weight is an error.
     """
-    model = RobertaForMaskedLM(config_from_hf(hf_model.config))
-    state = convert_state_dict(hf_model.state_dict())
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [m for m in missing if m != "mlm.decoder.weight"]  # tied: listed or not
-    model.hf_missing = sorted(
-        {m.rsplit(".", 1)[0] for m in missing if m.startswith(_OPTIONAL)}
+    return load_converted(
+        RobertaForMaskedLM(config_from_hf(hf_model.config)),
+        convert_state_dict(hf_model.state_dict()),
+        optional=_OPTIONAL,
+        tied={"mlm.decoder.weight": "roberta.embed.tok.weight"},
     )
-    missing = [m for m in missing if not m.startswith(_OPTIONAL)]
-    if missing or unexpected:
-        raise RuntimeError(
-            f"weights do not match: missing {missing}, unexpected {unexpected}"
-        )
-    if not torch.equal(model.mlm.decoder.weight, model.roberta.embed.tok.weight):
-        raise RuntimeError("the MLM decoder must be tied to the token embeddings")
-    return model.eval()
 
 
 def from_pretrained_hf(name: str = "roberta-base") -> RobertaForMaskedLM:

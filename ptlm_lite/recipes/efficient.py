@@ -86,14 +86,14 @@ class Classifier(Model):
     ):
         super().__init__(config, seed)
         self.embed = Embeddings(config)
-        self.blocks = Stack(config, attention=attention)
-        self.ln = nn.LayerNorm(config.d_model, eps=config.ln_eps)
+        # one LayerNorm after the last block, whatever the blocks' norm placement
+        self.blocks = Stack(config, attention=attention, final_norm=True)
         self.head = nn.Linear(config.d_model, n_classes)
         self.register_buffer("mask", mask, persistent=False)
 
     def forward(self, ids, labels=None) -> Output:
-        x = self.blocks(self.embed(ids), mask=self.mask).x  # (B, T, D)
-        logits = self.head(self.ln(x[:, 0]))  # (B, n_classes): read at [CLS]
+        x = self.blocks(self.embed(ids), mask=self.mask).last_hidden  # (B, T, D)
+        logits = self.head(x[:, 0])  # (B, n_classes): read at [CLS]
         loss = None if labels is None else cross_entropy(logits, labels, name="labels")
         return Output(logits, loss)
 

@@ -392,7 +392,7 @@ class RobertaWithNSP(RobertaForMaskedLM):
         return_attention=False,
     ) -> Output:
         out = super().forward(ids, segments, valid, targets, return_attention)
-        out.extra["nsp_logits"] = self.nsp(out.extra["pooled"])  # (B, 2)
+        out.extra["nsp_logits"] = self.nsp(out.pooled)  # (B, 2)
         if nsp_labels is not None:
             out.extra["nsp_loss"] = cross_entropy(
                 out.extra["nsp_logits"], nsp_labels, name="nsp_labels"
