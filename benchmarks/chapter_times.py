@@ -706,6 +706,65 @@ def _link(file: str, name: str | None = None) -> str:
     return f"[{text}](../{file})" if (ROOT / file).exists() else text
 
 
+def _run_line(run: dict) -> str:
+    """One sentence on one run of ``--scale small``: when, where, how many at a time."""
+    m = run["machine"]
+    gpu = m.get("gpu")
+    bf16 = "supported" if m.get("bf16") else "not supported"
+    where = (
+        f"{gpu} ({m.get('gpu_memory_gib')} GiB, compute capability "
+        f"{m.get('gpu_capability')}, bf16 {bf16}), CUDA {m.get('cuda')}"
+        if gpu
+        else "no GPU (CPU only)"
+    )
+    jobs = run.get("jobs", 1)
+    threads = m.get("torch_threads")
+    line = (
+        f"The small run: {run['date']}, scale {run['scale']}, seed set "
+        f"{run.get('seed_set', 'main')}; {where}; {m['cpu']}, {m['cores']} cores, "
+        f"PyTorch {m['torch']}, Python {m['python']}. The notebooks ran {jobs} at a "
+        f"time ({threads} CPU thread{'' if threads == 1 else 's'} each)"
+        + (
+            ", so a time below is one notebook's wall time while others shared the "
+            "machine and its GPU."
+            if jobs > 1
+            else "."
+        )
+    )
+    if run.get("max_steps"):
+        line += (
+            f" **It ran under a step cap (`PTLM_MAX_STEPS={run['max_steps']}`): its "
+            "models are barely trained, and its verdicts measure nothing.**"
+        )
+    return line
+
+
+RUN_FIELDS = ("date", "machine", "scale", "jobs", "seed_set", "max_steps",
+              "notebook_timeout", "note")  # fmt: skip
+
+
+def merge(old: dict | None, new: dict) -> dict:
+    """``new``'s chapters over ``old``'s: a chapter run again replaces its record, the
+    others stay, each record pointing (``run``) at the run in ``runs`` that made it, so
+    a GPU session can run a few chapters at a time (``--merge``). The top-level fields
+    are the newest run's."""
+    runs = []
+    if old:
+        runs = old.get("runs") or [{k: old.get(k) for k in RUN_FIELDS}]
+    again = {c["file"] for c in new["chapters"]}
+    kept = [dict(c, run=c.get("run", 0)) for c in (old or {}).get("chapters", [])
+            if c["file"] not in again]  # fmt: skip
+    runs = runs + [{k: new.get(k) for k in RUN_FIELDS}]
+    chapters = kept + [dict(c, run=len(runs) - 1) for c in new["chapters"]]
+    used = sorted({c["run"] for c in chapters})  # drop runs no record points at
+    renumber = {r: i for i, r in enumerate(used)}
+    for c in chapters:
+        c["run"] = renumber[c["run"]]
+    order = {rel(p): i for i, (p, _) in enumerate(notebooks())}
+    chapters.sort(key=lambda c: order.get(c["file"], len(order)))
+    return {**new, "runs": [runs[r] for r in used], "chapters": chapters}
+
+
 def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
     """The Markdown of ``book/scales.md``: each chapter's verdicts at ``tiny``
     (``tiny``, default :func:`tiny_verdicts`) beside those of ``small`` (the contents of
@@ -766,38 +825,19 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
         ]
         return "\n".join(lines)
 
-    m = small["machine"]
-    gpu = m.get("gpu")
-    small_head = "small (GPU)" if gpu else "small (CPU)"
-    bf16 = "supported" if m.get("bf16") else "not supported"
-    where = (
-        f"{gpu} ({m.get('gpu_memory_gib')} GiB, compute capability "
-        f"{m.get('gpu_capability')}, bf16 {bf16}), CUDA {m.get('cuda')}"
-        if gpu
-        else "no GPU (CPU only)"
-    )
-    jobs = small.get("jobs", 1)
-    threads = m.get("torch_threads")
-    run_line = (
-        f"The small run: {small['date']}, scale {small['scale']}, seed set "
-        f"{small.get('seed_set', 'main')}; {where}; {m['cpu']}, {m['cores']} cores, "
-        f"PyTorch {m['torch']}, Python {m['python']}. The notebooks ran {jobs} at a "
-        f"time ({threads} CPU thread{'' if threads == 1 else 's'} each)"
-        + (
-            ", so a time below is one notebook's wall time while others shared the "
-            "machine and its GPU."
-            if jobs > 1
-            else "."
-        )
-    )
-    if small.get("max_steps"):
-        run_line += (
-            f" **It ran under a step cap (`PTLM_MAX_STEPS={small['max_steps']}`): its "
-            "models are barely trained, and its verdicts measure nothing.**"
-        )
-    lines += [run_line, ""]
-    if small.get("note"):
-        lines += [f"*About this run:* {small['note']}", ""]
+    small_head = "small (GPU)" if small["machine"].get("gpu") else "small (CPU)"
+    runs = small.get("runs") or [small]
+    for k, run in enumerate(runs):
+        line = _run_line(run)
+        if len(runs) > 1:
+            files = [c["file"] for c in small["chapters"] if c.get("run", 0) == k]
+            line = (
+                f"Run {k + 1} of {len(runs)} ({', '.join(f'`{f}`' for f in files)}): "
+                + line
+            )
+        lines += [line, ""]
+        if run.get("note"):
+            lines += [f"*About this run:* {run['note']}", ""]
     records = {c["file"]: c for c in small["chapters"]}
     kept = flips = both = 0
     only_small = 0
@@ -924,8 +964,9 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
         "## How long the small run took",
         "",
         (
-            f"Each notebook in a fresh kernel with an empty model cache, {jobs} at a "
-            "time: wall time of its cells, the kernel's peak GPU memory "
+            "Each notebook in a fresh kernel with an empty model cache, "
+            + " / ".join(str(r.get("jobs", 1)) for r in runs)
+            + " at a time: wall time of its cells, the kernel's peak GPU memory "
             "(`torch.cuda.max_memory_allocated`) and peak resident memory."
         ),
         "",
@@ -991,6 +1032,12 @@ def main(argv=None) -> int:
         default=None,
         help=f"where to write the results (default: {OUT.relative_to(ROOT)}; with "
         f"--scale small: {OUT_SMALL.relative_to(ROOT)})",
+    )
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the chapters of the existing results file that this run does not "
+        "run again (a GPU session can run a few chapters at a time)",
     )
     ap.add_argument(
         "--no-page",
@@ -1079,6 +1126,8 @@ def main(argv=None) -> int:
         if in_toc is not None:
             record["in_toc"] = in_toc
         result["chapters"].append(record)
+    if args.merge and out.exists():
+        result = merge(json.loads(out.read_text()), result)
     out.write_text(json.dumps(result, indent=1) + "\n")
     m = result["machine"]
     print(

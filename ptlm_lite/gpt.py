@@ -1,7 +1,7 @@
 """GPT and GPT-2: a Transformer decoder with no encoder, trained to predict the next
 token.
 
-    ids ──Embeddings(token + learned position)──► Stack(causal mask) [+ final LN] ──► logits
+    ids ──Embeddings(token + position)──► Stack(causal mask, [final LN]) ──► logits
 
 Everything that makes it a language model is one mask: ``masks.causal_mask(T)``, so
 position ``t`` sees positions ``0..t`` and the loss at ``t`` is the cross-entropy of

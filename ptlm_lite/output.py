@@ -36,8 +36,8 @@ class Output:
     * ``attentions``: per layer ``(B, H, Tq, Tk)`` (a dict of such lists for an
       encoder-decoder) when asked with ``return_attention=True``; ``cross``: the
       cross-attentions of a decoder stack;
-    * ``hidden``: the input of every layer and ``last_hidden`` (n_layer + 1 tensors) when
-      asked with ``return_hidden=True``;
+    * ``hidden``: the input of every layer and ``last_hidden`` (n_layer + 1 tensors)
+      when asked with ``return_hidden=True``;
     * ``extra``: whatever else a head returns (partial losses, a second head's logits).
 
     It unpacks like nanoGPT's contract, ``logits, loss = model(...)``; an encoder

@@ -6,8 +6,8 @@
 and the one final norm, and runs the only loop over blocks in the package. The final
 norm is there when the blocks are pre-LN (``config.pre_norm``: each sublayer normalises
 its own input, so the residual stream leaves the last block un-normalised, as in GPT-2);
-post-LN blocks end normalised and get none (``final_norm=`` overrides). Everything that differs between models arrives as an argument,
-never as a new loop:
+post-LN blocks end normalised and get none (``final_norm=`` overrides). Everything that
+differs between models arrives as an argument, never as a new loop:
 
 * ``mask`` (bool, True = may attend): causal for GPT, padding for BERT, prefix for a
   prefix-LM, a block pattern for UniLM, permutation masks for XLNet;
@@ -87,7 +87,7 @@ class Stack(nn.Module):
         super().__init__()
         n_blocks = 1 if config.share_layers else config.n_layer
         kw = {"ff": ff} if ff is not FeedForward else {}  # blocks that take no ff=
-        # children named "0", "1", ... as in an nn.ModuleList: state-dict keys blocks.{i}.
+        # children "0", "1", ... as in an nn.ModuleList: state-dict keys blocks.{i}.
         self._modules.update(
             (str(i), block(config, cross=cross, attention=attention, norm=norm, **kw))
             for i in range(n_blocks)

@@ -233,3 +233,26 @@ def test_a_run_of_an_older_version_of_a_chapter_says_so():
         }
         text = C.scales_page(small, tiny)
         assert ("the chapter has changed since this run" in text) == stale, recorded
+
+
+def test_merge_keeps_the_chapters_a_run_did_not_repeat():
+    """A GPU session runs a few chapters (``--merge``): the others keep their records,
+    each labelled with the run that made it, and the page names both runs."""
+    later = dict(
+        SMALL,
+        date="2030-02-03 04:05 UTC",
+        jobs=2,
+        chapters=[_record("chapters/beta.ipynb", "Beta", "ok", 99.0, [])],
+    )
+    merged = C.merge(SMALL, later)
+    files = {c["file"]: c["run"] for c in merged["chapters"]}
+    assert files == {"chapters/alpha.ipynb": 0, "chapters/beta.ipynb": 1}
+    assert [r["date"] for r in merged["runs"]] == [SMALL["date"], later["date"]]
+    beta = next(c for c in merged["chapters"] if c["file"] == "chapters/beta.ipynb")
+    assert beta["status"] == "ok" and merged["date"] == later["date"]
+    text = C.scales_page(merged, TINY)
+    assert "Run 1 of 2 (`chapters/alpha.ipynb`)" in text
+    assert "Run 2 of 2 (`chapters/beta.ipynb`)" in text and "ran 2 at a time" in text
+    # running every chapter again leaves one run
+    again = dict(later, chapters=SMALL["chapters"])
+    assert len(C.merge(merged, again)["runs"]) == 1
