@@ -41,6 +41,7 @@ BOOK = ROOT / "book"
 NODE = BOOK / "node_modules"
 OUT = BOOK / "js"
 VENDOR = OUT / "vendor"
+CSS = BOOK / "css" / "ptlm-book.css"  # the book's own style sheet (html_css_files)
 
 HTML_MANAGER = "@jupyter-widgets/html-manager"
 # (package, file inside the package, name in book/js/vendor/)
@@ -242,7 +243,7 @@ def _stamp() -> str:
     import hashlib
 
     h = hashlib.sha1()
-    for p in (OUT / "ptlm-book.js", BOOK / "package-lock.json"):
+    for p in (OUT / "ptlm-book.js", BOOK / "package-lock.json", CSS):
         h.update(p.read_bytes() if p.exists() else b"")
     return h.hexdigest()
 
@@ -280,7 +281,31 @@ def _fonts_next_to_pages(app, exception) -> None:
             shutil.copyfile(f, target / f.name)
 
 
+# myst-parser and myst-nb log their whole configuration, two lines of about 1,000
+# characters, at every build: noise in what build.sh shows a reader (issue 26).
+CONFIG_DUMPS = ("MdParserConfig(", "NbParserConfig(")
+
+
+def quiet_config_dumps(record) -> bool:
+    """A logging filter: False (drop) for the myst-parser and myst-nb configuration
+    dumps, True for everything else."""
+    try:
+        message = record.getMessage()
+    except Exception:  # noqa: BLE001 - a bad record is not ours to judge
+        return True
+    return not any(dump in message for dump in CONFIG_DUMPS)
+
+
+def _install_log_filter() -> None:
+    import logging
+
+    for handler in logging.getLogger("sphinx").handlers:
+        if quiet_config_dumps not in handler.filters:
+            handler.addFilter(quiet_config_dumps)
+
+
 def setup(app):
+    _install_log_filter()  # Sphinx set up its log handlers before loading extensions
     app.connect("build-finished", _fonts_next_to_pages)
     app.connect("builder-inited", lambda app: _check_assets(app))
     app.connect("env-get-outdated", _outdated_when_assets_change)

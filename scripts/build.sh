@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-bash scripts/install.sh
+PTLM_COMMAND=build.sh bash scripts/install.sh
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 $PY scripts/execute.py ${1:+"$1"}
 $PY -c "from jupyter_book.cli.main import main; main()" build . --warningiserror --keep-going

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install what the book needs into the current Python (use a virtualenv if you like).
+# Install what the book needs into the current Python (a virtualenv: see the README).
 # Idempotent: a second run only checks. Usage: bash scripts/install.sh [--browser]
 #   --browser   also install headless Chromium (Debian packages) for the browser tests
 # Environment: PYTHON (default python3); PTLM_TORCH_INDEX, the CPU wheel index tried first on a
@@ -12,6 +12,41 @@ TORCH="torch==2.13.0"       # wheels for CPython 3.10-3.14 (the book is tested w
 CPU_INDEX=${PTLM_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
 
 say() { echo "install: $*"; }
+
+# pip install, with pip's messages kept: a Python whose distribution manages its packages
+# (PEP 668: Debian's and Ubuntu's own python3, Homebrew's) makes pip refuse every install with
+# "externally-managed-environment". That stops the install here with what to do, instead of a
+# second try from another index that fails the same way (tests/test_install.py).
+externally_managed() {
+  local again="bash scripts/${PTLM_COMMAND:-install.sh}"
+  [[ -n "${PYTHON:-}" ]] && again="PYTHON=.venv/bin/python $again"
+  cat >&2 <<MSG
+
+install: pip refused to install into $PY ($($PY -c 'import sys; print(sys.executable)' 2>/dev/null || echo "$PY")):
+install: "externally-managed-environment" means this Python belongs to the operating system
+install: (PEP 668), and the book's packages must go into a virtualenv. From the repository root:
+
+    python3 -m venv .venv        # Debian/Ubuntu: if this fails, sudo apt install python3-venv
+    . .venv/bin/activate
+    $again
+
+install: (in a new terminal, run ". .venv/bin/activate" again first). Nothing was installed.
+MSG
+  exit 3
+}
+
+pip_install() {
+  local log status=0
+  log=$(mktemp)
+  $PIP "$@" 2>"$log" || status=$?
+  cat "$log" >&2
+  if [[ $status -ne 0 ]] && grep -q "externally-managed-environment" "$log"; then
+    rm -f "$log"
+    externally_managed
+  fi
+  rm -f "$log"
+  return "$status"
+}
 
 # 0. A Python that torch 2.13 has wheels for (pyproject.toml: requires-python >= 3.10).
 $PY -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' || {
@@ -29,16 +64,16 @@ if $PY -c "import torch" 2>/dev/null; then
   say "torch $($PY -c 'import torch; print(torch.__version__)') is installed (kept)"
 elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   say "NVIDIA GPU found: $TORCH from the default index (the CUDA build)"
-  $PIP "$TORCH"
+  pip_install "$TORCH"
 elif [[ "$(uname -s)" == Linux ]]; then
   say "no NVIDIA GPU: $TORCH, CPU build, from $CPU_INDEX"
-  if ! $PIP --timeout 10 --retries 0 --index-url "$CPU_INDEX" "$TORCH"; then
+  if ! pip_install --timeout 10 --retries 0 --index-url "$CPU_INDEX" "$TORCH"; then
     say "$CPU_INDEX could not be used; $TORCH from the default index instead"
-    $PIP "$TORCH"
+    pip_install "$TORCH"
   fi
 else
   say "$TORCH from the default index ($(uname -s): the CPU build)"
-  $PIP "$TORCH"
+  pip_install "$TORCH"
 fi
 
 # 2. Everything else (lower bounds; the torch above satisfies torch>=2.1), and the package in
@@ -99,8 +134,8 @@ if missing:
 sys.exit(1 if missing else 0)
 EOF
 then
-  $PIP -r requirements.txt
-  $PIP --no-deps -e .
+  pip_install -r requirements.txt
+  pip_install --no-deps -e .
 else
   say "requirements.txt and the package (editable) are installed"
 fi

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-bash scripts/install.sh --browser
+PTLM_COMMAND=test.sh bash scripts/install.sh --browser
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # The browser tests need the book; build it from the stored (committed, executed) outputs.
 $PY -c "from jupyter_book.cli.main import main; main()" build . --warningiserror --keep-going -q

@@ -152,3 +152,39 @@ def test_timings_page_is_written_from_the_measurements():
         "book/timings.md is not what benchmarks/chapter_times.json gives: python "
         "benchmarks/chapter_times.py --page-only"
     )
+
+
+# Chapters that other engineers were editing on 2026-11-26 still say "# NBVAL_CHECK_OUTPUT"
+# in the cell a reader sees; each moves to the tag when it is next edited (issue 26), and
+# the test below then asks for its name to leave this set.
+NBVAL_COMMENTS_PENDING = {"bert", "bert_wwm", "roberta", "spanbert", "xlnet"}
+NBVAL_COMMENT = re.compile(r"^\s*#\s*(NBVAL|PYTEST_VALIDATE)_\w+", re.M)
+
+
+@pytest.mark.parametrize("nb", CHAPTERS, ids=lambda p: p.name)
+def test_nbval_markers_are_cell_tags_not_comments(nb):
+    """nbval reads a cell's tags (``nbval-check-output``) as it reads the comment
+    ``# NBVAL_CHECK_OUTPUT``; the tag is invisible in the book and in Colab."""
+    from nbval.plugin import find_metadata_tags
+
+    code = [c for c in cells(nb) if c["cell_type"] == "code"]
+    commented = [
+        i for i, c in enumerate(code) if NBVAL_COMMENT.search("".join(c["source"]))
+    ]
+    if nb.stem in NBVAL_COMMENTS_PENDING:
+        assert commented, (
+            f"{nb.name} no longer has nbval comments: remove it from "
+            "NBVAL_COMMENTS_PENDING"
+        )
+        return
+    assert not commented, (
+        f"{nb.name}: code cells {commented} show an nbval comment to the reader; tag "
+        "the cell instead (metadata.tags: nbval-check-output)"
+    )
+    for c in code:
+        tags = c.get("metadata", {}).get("tags", [])
+        if any(t.startswith("nbval-") for t in tags):
+            assert dict(find_metadata_tags(c["metadata"])), (tags, c["source"][:2])
+    tagged = [c for c in code if "nbval-check-output" in c["metadata"].get("tags", [])]
+    for c in tagged:
+        assert dict(find_metadata_tags(c["metadata"])) == {"check": True}

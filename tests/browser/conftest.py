@@ -184,6 +184,25 @@ FACTS = """() => {
     wideSvg: Array.from(article.querySelectorAll('svg')).filter(svg =>
         svg.getBoundingClientRect().width > article.clientWidth + 1)
       .map(svg => Math.round(svg.getBoundingClientRect().width)),
+    // every link of the article (the home page must lead to every chapter)
+    links: Array.from(article.querySelectorAll('a[href]')).map(a => a.href.split('#')[0]),
+    // code (a cell's input, the package's source shown by a cell), not printed output: how
+    // many columns fit its box, whether it scrolls sideways, its font size
+    code: Array.from(article.querySelectorAll(
+        'div.highlight-ipython3 div.highlight pre, div.highlight-python div.highlight pre'))
+      .filter(p => p.offsetParent !== null && p.clientWidth > 0)
+      .map(p => {
+        const cs = getComputedStyle(p);
+        const probe = document.createElement('span');
+        probe.style.cssText = 'position:absolute;visibility:hidden;white-space:pre';
+        probe.textContent = 'x'.repeat(100);
+        p.appendChild(probe);
+        const ch = probe.getBoundingClientRect().width / 100;
+        probe.remove();
+        const inner = p.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+        return {cols: Math.floor(inner / ch + 0.01), scrolls: p.scrollWidth > p.clientWidth + 1,
+                px: parseFloat(cs.fontSize), start: p.textContent.trim().slice(0, 40)};
+      }),
     // text drawn in SVG (diagrams, bertviz): font size times the SVG's scale
     svgText: Array.from(article.querySelectorAll('svg text')).filter(t => t.textContent.trim())
       .map(t => {

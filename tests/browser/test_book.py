@@ -318,3 +318,42 @@ def test_every_chapter_has_a_widget(site):
     (explorers are steppers), which the test above moves on every page."""
     bare = [p for p in CHAPTERS if "ptlm-stepper" not in (site / p).read_text("utf-8")]
     assert not bare, f"chapters without a widget: {bare}"
+
+
+# --- code that fits the page, and a home page that leads in (issue 26)
+
+CODE_COLUMNS = 88  # ruff's line length (pyproject.toml): the package and the chapters
+MIN_CODE_PX = 12
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_code_fits_the_text_column(visits, path):
+    """At 1280 px (a desktop window) every code block holds ruff's 88 columns, in a
+    font of at least 12 px, and none scrolls sideways (book/css/ptlm-book.css; a longer
+    line, a string or comment ruff does not split, wraps). On a phone code may scroll
+    inside its box: test_page_fits_a_phone checks that the page itself does not."""
+    code = visits[path].facts["code"]
+    assert code, f"{path}: no code block found (has the theme's markup changed?)"
+    narrow = [c for c in code if c["cols"] < CODE_COLUMNS]
+    scrolls = [c for c in code if c["scrolls"]]
+    small = [c for c in code if c["px"] < MIN_CODE_PX - 0.01]
+    assert not narrow, (
+        f"{path}: {len(narrow)} of {len(code)} code blocks hold fewer than "
+        f"{CODE_COLUMNS} columns at 1280 px: {narrow[:3]}"
+    )
+    assert not scrolls, (
+        f"{path}: {len(scrolls)} of {len(code)} code blocks scroll sideways at 1280 px: "
+        f"{scrolls[:3]}"
+    )
+    assert not small, f"{path}: code set below {MIN_CODE_PX} px: {small[:3]}"
+
+
+def test_the_home_page_links_every_chapter(visits, base_url):
+    """The home page (the root of _toc.yml) links each chapter of the table of contents
+    from its text, not only from the menu (which a phone hides)."""
+    home = PAGES[0]
+    links = set(visits[home].facts["links"])
+    missing = [p for p in CHAPTERS if base_url + p not in links]
+    assert CHAPTERS and not missing, (
+        f"{home} does not link these chapters of _toc.yml: {missing}"
+    )
