@@ -93,6 +93,11 @@ def test_analogy_excludes_the_query_words():
         [[1.0, 0, 0], [0, 1.0, 0], [1.0, 0, 0.01], [0.2, 1.0, 0.2], [0, 0, 1.0]]
     )
     answer = W.analogy(v, itos, "a", "b", "c", k=2)
+    vocab = W.Vocab([itos])  # one of each word: the same order as itos
+    assert vocab.itos == itos
+    assert R.analogy_scores(
+        v, vocab, [("a", "b", "c", "d"), ("a", "b", "c", "b")]
+    ).tolist() == [1.0, 0.0]
     assert answer[0] == "d" and not {"a", "b", "c"} & set(answer)
     near = W.nearest(v, itos, "a", k=4)
     assert "a" not in [w for w, _ in near] and near[0][0] == "c"
@@ -159,7 +164,12 @@ def test_ours_and_gensim_reach_comparable_analogy_scores():
     ref = R.analogy_scores(
         R.gensim_vectors("skipgram", sentences, vocab, seed=0), vocab, questions
     ).mean()
-    chance = R.analogy_scores(R.random_vectors(vocab, 32, 0), vocab, questions).mean()
+    random_v = R.random_vectors(vocab, 32, 0)
+    chance = R.analogy_scores(random_v, vocab, questions).mean()
+    one_by_one = [
+        W.analogy(random_v, vocab.itos, a, b, c)[0] == d for a, b, c, d in questions
+    ]
+    assert R.analogy_scores(random_v, vocab, questions).tolist() == one_by_one
     assert history.final_loss() < 0.5 * history.losses[0]
     assert ours > chance + 0.05 and ref > chance + 0.05
     assert abs(ours - ref) < 0.15, (ours, ref)

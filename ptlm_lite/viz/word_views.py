@@ -50,7 +50,7 @@ def neighbour_explorer(
     """A 2-D PCA map of the words in ``groups`` ({name: words}, one colour each), one
     view per word of ``queries``: the query ringed, lines to its ``k`` nearest
     neighbours by cosine over the whole vocabulary, and the list of neighbours with
-    their cosines. Returns a :func:`~ptlm_lite.viz.stepper` (buttons or a slider).
+    their cosines (numbered on the map). Returns a :func:`~ptlm_lite.viz.stepper` (buttons or a slider).
     """
     import numpy as np
     from sklearn.decomposition import PCA
@@ -74,11 +74,16 @@ def neighbour_explorer(
         for colour, (g, ws) in zip(PALETTE * 3, groups.items()):
             pts = np.array([at[w] for w in ws if w in at]).reshape(-1, 2)
             ax.scatter(pts[:, 0], pts[:, 1], s=14, color=colour, alpha=0.5, label=g)
-        for w in near:
+        for rank, w in enumerate(near, 1):  # numbered: the list below names them
             if w in at:
                 ax.plot(*zip(at[q], at[w]), color="#555", lw=0.8, zorder=1)
+                ax.scatter(*at[w], s=40, color="none", edgecolors="#333", lw=1)
                 ax.annotate(
-                    w, at[w], fontsize=10, xytext=(3, 3), textcoords="offset points"
+                    str(rank),
+                    at[w],
+                    fontsize=10,
+                    xytext=(4 + 7 * (rank % 2), 4 - 12 * (rank % 3)),
+                    textcoords="offset points",
                 )
         ax.scatter(*at[q], s=120, facecolors="none", edgecolors="black", lw=1.5)
         ax.annotate(
