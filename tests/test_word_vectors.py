@@ -192,7 +192,7 @@ def test_neighbour_explorer_is_a_stepper_with_one_view_per_query():
     box = viz.neighbour_explorer(
         v, itos, ["a", "c"], {"x": ["a", "b"], "y": ["c", "d"]}, k=2
     )
-    assert "ptlm-stepper" in box._dom_classes
+    assert {"ptlm-stepper", "ptlm-neighbours"} <= set(box._dom_classes)
     assert len(box.children[1].children) == 2
     with pytest.raises(ValueError, match="queries"):
         viz.neighbour_explorer(v, itos, ["z"], {"x": ["a"]})

@@ -13,6 +13,7 @@ from typing import Mapping, Sequence
 from ._html import esc, new_figure
 from .stepper import stepper
 
+NEIGHBOURS_CLASS = "ptlm-neighbours"  # the browser tests find the explorers by this
 PALETTE = ("#2f6db5", "#d9730d", "#2e9e44", "#b5312f", "#7b4fb5", "#8c6d31")
 
 
@@ -50,7 +51,8 @@ def neighbour_explorer(
     """A 2-D PCA map of the words in ``groups`` ({name: words}, one colour each), one
     view per word of ``queries``: the query ringed, lines to its ``k`` nearest
     neighbours by cosine over the whole vocabulary, and the list of neighbours with
-    their cosines (numbered on the map). Returns a :func:`~ptlm_lite.viz.stepper` (buttons or a slider).
+    their cosines (numbered on the map). Returns a :func:`~ptlm_lite.viz.stepper`
+    (buttons or a slider) with the CSS class ``ptlm-neighbours``.
     """
     import numpy as np
     from sklearn.decomposition import PCA
@@ -102,8 +104,11 @@ def neighbour_explorer(
             f"<li>{esc(w)} ({esc(group_of.get(w, 'other'))}): {cos[index[w]]:.2f}</li>"
             for w in near
         )
-        views[q] = stepper_view(fig, f"<ol style='margin:2px 0'>{rows}</ol>")
-    return stepper(views, description=description)
+        caption = f"<div>query: <b>{esc(q)}</b>; its nearest neighbours:</div>"
+        views[q] = stepper_view(fig, f"{caption}<ol style='margin:2px 0'>{rows}</ol>")
+    box = stepper(views, description=description)
+    box.add_class(NEIGHBOURS_CLASS)
+    return box
 
 
 def stepper_view(fig, html: str) -> str:
