@@ -185,17 +185,17 @@ def test_every_model_trains_and_returns_vectors():
 
 
 def test_neighbour_explorer_is_a_stepper_with_one_view_per_query():
-    from ptlm_lite import viz
+    from ptlm_lite.viz.word_views import neighbour_explorer
 
     itos = ["a", "b", "c", "d"]
     v = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
-    box = viz.neighbour_explorer(
+    box = neighbour_explorer(
         v, itos, ["a", "c"], {"x": ["a", "b"], "y": ["c", "d"]}, k=2
     )
     assert {"ptlm-stepper", "ptlm-neighbours"} <= set(box._dom_classes)
     assert len(box.children[1].children) == 2
     with pytest.raises(ValueError, match="queries"):
-        viz.neighbour_explorer(v, itos, ["z"], {"x": ["a"]})
+        neighbour_explorer(v, itos, ["z"], {"x": ["a"]})
 
 
 # ---------------------------------------------------------------- exercises

@@ -15,8 +15,6 @@ the widgets").
 * :func:`comparison_table` - a table that filters and sorts in the browser
 * :class:`TrainingCurve`, :func:`live_loss_plot` - a loss curve, live in a kernel, one
   clean figure after
-* :func:`neighbour_explorer` - word vectors in 2-D (PCA) with a query word's nearest
-  neighbours
 * :func:`diagram` - an architecture diagram drawn from a few lines of text (inline SVG)
 """
 
@@ -27,7 +25,6 @@ from .diagram import diagram, diagram_svg
 from .mask_views import mask_explorer, mask_table_html, permutation_explorer
 from .stepper import stepper
 from .tables import ComparisonTable, comparison_table
-from .word_views import neighbour_explorer
 
 __all__ = [
     "stepper",
@@ -43,7 +40,6 @@ __all__ = [
     "live_loss_plot",
     "diagram",
     "diagram_svg",
-    "neighbour_explorer",
 ]
 
 install_book_figures()  # the book's figure style and renderer, in a kernel only

@@ -1,4 +1,5 @@
-"""Word vectors in two dimensions, with each query word's nearest neighbours.
+"""Word vectors in two dimensions, with each query word's nearest neighbours
+(``from ptlm_lite.viz.word_views import neighbour_explorer``).
 
 Introduced in ``chapters/word_vectors.ipynb``. The projection is scikit-learn's PCA of
 the words shown; the neighbours are found by cosine in the full space (the picture
