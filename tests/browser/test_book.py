@@ -126,6 +126,31 @@ def test_bertviz_renders_its_tokens(browser, base_url, site):
     )
 
 
+def test_neighbour_explorers_show_each_query(browser, base_url, site):
+    """chapters/word_vectors.ipynb: each query button of a neighbour explorer shows
+    that word's view (its caption names the query) in the static book."""
+    checked = 0
+    for path, visit, i, box in each_element(
+        browser, base_url, site, "ptlm-neighbours", ".ptlm-neighbours"
+    ):
+        box.scroll_into_view_if_needed()
+        buttons = box.locator(".widget-toggle-buttons button")
+        assert buttons.count() >= 2, f"{path}: explorer {i} has no query buttons"
+        for b in range(buttons.count()):
+            word = buttons.nth(b).inner_text().strip()
+            buttons.nth(b).click()
+            box.page.wait_for_timeout(150)
+            shown = box.evaluate(SIGNATURE)
+            assert f"query: {word}" in shown, (
+                f"{path}: explorer {i}: clicked {word!r}, but its view is not shown"
+            )
+        assert not visit.errors, f"{path}: errors in the explorer: {visit.errors}"
+        checked += 1
+    assert checked > 0, (
+        "no neighbour explorer found in the book (chapters/word_vectors.ipynb has one)"
+    )
+
+
 def visible_rows(table):
     return table.locator("tbody tr").evaluate_all(
         "rows => rows.filter(r => r.style.display !== 'none').map(r => r.innerText)"
