@@ -209,3 +209,47 @@ def test_bad_types():
         LSTMClassifier("lm")
     with pytest.raises(TypeError, match="model must be"):
         ulmfit.layer_groups(torch.nn.Linear(2, 2))
+
+
+# --- the exercises: plausible wrong answers are rejected (tests/test_exercises.py)
+
+
+def _stlr_no_floor(t, T, cut_frac, ratio):  # the peak wherever T * cut_frac lands
+    cut = T * cut_frac
+    p = t / cut if t < cut else max(0.0, 1 - (t - cut) / (cut * (1 / cut_frac - 1)))
+    return (1 + p * (ratio - 1)) / ratio
+
+
+def _stlr_no_ratio(t, T, cut_frac, ratio):  # falls to 0, not to 1/ratio
+    cut = math.floor(T * cut_frac)
+    return t / cut if t < cut else max(0.0, 1 - (t - cut) / (T - cut))
+
+
+def _stlr_symmetric(t, T, cut_frac, ratio):  # a plain triangle peaking half-way
+    cut = T // 2
+    p = t / cut if t < cut else max(0.0, 1 - (t - cut) / (T - cut))
+    return (1 + p * (ratio - 1)) / ratio
+
+
+WRONG_ANSWERS = {
+    "slanted triangular learning rate": [
+        _stlr_no_floor,
+        _stlr_no_ratio,
+        _stlr_symmetric,
+    ],
+    "discriminative learning rates": [
+        lambda lr, n: [lr / 2.6**i for i in range(n)],  # top to bottom: reversed
+        lambda lr, n: [lr * 2.6 ** (i - n) for i in range(n)],  # the top divided too
+        lambda lr, n: [lr / (2.6 * (n - 1 - i) or 1) for i in range(n)],  # linear
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG, r.message
