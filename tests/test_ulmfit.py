@@ -164,9 +164,9 @@ def test_lr_table_matches_the_schedule_and_unfreezing():
 
 
 def test_lr_explorer_is_a_stepper():
-    from ptlm_lite import viz
+    from ptlm_lite.viz.schedules import lr_explorer
 
-    w = viz.lr_explorer(20, 0.01, ["emb", "l1", "head"], (0.1, 0.3), (2.6,), 32, 4)
+    w = lr_explorer(20, 0.01, ["emb", "l1", "head"], (0.1, 0.3), (2.6,), 32, 4)
     assert "ptlm-stepper" in w._dom_classes
     pages = w.children[-1]
     assert len(pages.children) == 2

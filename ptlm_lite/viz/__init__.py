@@ -16,7 +16,6 @@ the widgets").
 * :class:`TrainingCurve`, :func:`live_loss_plot` - a loss curve, live in a kernel, one
   clean figure after
 * :func:`diagram` - an architecture diagram drawn from a few lines of text (inline SVG)
-* :func:`lr_explorer` - ULMFiT's learning rate per layer over the steps
 """
 
 from ._html import install_book_figures
@@ -24,7 +23,6 @@ from .attention_views import attention_heatmaps, bertviz_head_view, bertviz_mode
 from .curves import TrainingCurve, live_loss_plot
 from .diagram import diagram, diagram_svg
 from .mask_views import mask_explorer, mask_table_html, permutation_explorer
-from .schedules import lr_explorer
 from .stepper import stepper
 from .tables import ComparisonTable, comparison_table
 
@@ -42,7 +40,6 @@ __all__ = [
     "live_loss_plot",
     "diagram",
     "diagram_svg",
-    "lr_explorer",
 ]
 
 install_book_figures()  # the book's figure style and renderer, in a kernel only
