@@ -350,12 +350,24 @@ def _baselines(task, surface: bool) -> list[dict]:
 
 
 def seed_runs(
-    task, make_model, seeds, batches_for, score, steps, batch_size, lr, device, progress
+    task,
+    make_model,
+    seeds,
+    batches_for,
+    score,
+    steps,
+    batch_size,
+    lr,
+    device,
+    progress,
+    train_kw=None,
 ) -> list[dict]:
     """The loop that :func:`run` and :func:`ptlm_lite.spans.run_spans` share: for every
     factory and seed, seed torch, build the model, fine-tune it on
     ``batches_for(model)[0]`` and score it on ``[1]`` (``score(model, test) -> dict``);
-    one row each, with ``final_loss`` and ``seconds``."""
+    one row each, with ``final_loss`` and ``seconds``. ``train_kw(name, model)``: the
+    run's own keywords of ``train`` (``lr``, ``param_groups``, ``on_step``: ULMFiT).
+    """
     factories = make_model if isinstance(make_model, dict) else {"model": make_model}
     if not factories or not all(callable(f) for f in factories.values()):
         raise TypeError(
@@ -370,16 +382,18 @@ def seed_runs(
             home = next(model.parameters()).device
             model.to(auto_device(device))
             train_batch, test_batch = batches_for(model)
+            extra = dict(train_kw(name, model) or {}) if train_kw else {}
             start = time.perf_counter()
             hist = finetune(
                 model,
                 train_batch,
                 steps,
                 batch_size,
-                lr,
+                extra.pop("lr", lr),
                 seed,
                 progress=progress,
                 desc=f"{task.name}: {name}, seed {seed}",
+                **extra,
             )
             rows.append(
                 {
@@ -405,6 +419,7 @@ def run(
     surface: bool = True,
     device=None,
     progress: bool = False,
+    train_kw: Callable[[str, torch.nn.Module], dict] | None = None,
     **batch_kw,
 ):
     """Fine-tune and score every model factory on ``task`` over ``seeds``; return a
@@ -421,7 +436,8 @@ def run(
     (uniform guessing, expected values) and ``surface (char n-grams)``
     (:func:`ptlm_lite.suite.surface_baseline`, if ``surface``). ``batch_kw`` goes to the
     batch builder (``max_len``, ``prefix_space``). ``table.attrs`` holds the task's
-    name, ``needs_pretraining``, the steps and the split sizes.
+    name, ``needs_pretraining``, the steps and the split sizes; ``train_kw``: as in
+    :func:`seed_runs`.
     """
 
     cached: dict[bool, tuple[dict, dict]] = {}
@@ -436,18 +452,8 @@ def run(
         result = evaluate(model, test_batch)
         return {k: result[k] for k in ("accuracy", "macro_f1", "constant", "correct")}
 
-    rows = seed_runs(
-        task,
-        make_model,
-        seeds,
-        batches_for,
-        score,
-        steps,
-        batch_size,
-        lr,
-        device,
-        progress,
-    )
+    sizes = (steps, batch_size, lr, device, progress)
+    rows = seed_runs(task, make_model, seeds, batches_for, score, *sizes, train_kw)
     rows += [{**r, "seed": None} for r in _baselines(task, surface)]
     return runs_table(rows, task, steps)
 
