@@ -85,10 +85,27 @@ def test_stepper_slider_for_many_views_and_labels_in_views():
         [f"<p>{i}</p>" for i in range(12)], labels=[f"step {i}" for i in range(12)]
     )
     ctrl, pages = pages_and_control(box)
-    assert isinstance(ctrl, w.IntSlider) and (ctrl.min, ctrl.max) == (0, 11)
-    assert links_of(ctrl, pages) == [("value", "selected_index")]
-    # a slider shows a number: the view says which
-    assert "step 3" in pages.children[3].value
+    assert isinstance(ctrl, w.SelectionSlider) and len(ctrl.options) == 12
+    assert links_of(ctrl, pages) == [("index", "selected_index")]
+    assert "step 3" in pages.children[3].value  # the view says which, too
+
+
+def test_slider_label_is_the_value_it_selects():
+    """Issue 26: the readout said "3" beside a view titled "τ = 2.0"; a stepper's
+    slider shows the label of the view it selects, at every position."""
+    labels = [f"τ = {t}" for t in (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)]
+    box = viz.stepper([f"<p>{x}</p>" for x in labels], labels, control="slider")
+    ctrl, pages = pages_and_control(box)
+    assert ctrl.readout and "ptlm-slider" in ctrl._dom_classes
+    for i, label in enumerate(labels):
+        ctrl.index = i
+        assert ctrl.label == ctrl.value == label
+        assert label in pages.children[i].value
+    # repeated labels stay distinct (a SelectionSlider needs distinct options)
+    ctrl, _ = pages_and_control(
+        viz.stepper(["a", "b", "c"], ["x", "x", "y"], control="slider")
+    )
+    assert list(ctrl.options) == ["x", "x (2)", "y"]
 
 
 def test_stepper_uses_stack_or_tab():
