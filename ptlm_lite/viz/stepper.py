@@ -6,9 +6,9 @@ Why precompute? The static book has no kernel, so a callback (``interact``, ``ob
 never runs there. A link made with ``jslink`` runs in the browser, though, and the
 widget state stored with the notebook keeps every view. So we render all views up front
 and let the browser switch: ``ToggleButtons.index`` (or ``SelectionSlider.index``,
-whose readout is the selected view's label) is linked to ``Stack.selected_index``. Colab has shipped ipywidgets 7, which has no ``Stack``;
-there we fall back to ``Tab``, which both versions have (its tab bar then doubles as a
-second control).
+whose readout is the selected view's label) is linked to ``Stack.selected_index``.
+Colab has shipped ipywidgets 7, which has no ``Stack``; there we fall back to ``Tab``,
+which both versions have (its tab bar then doubles as a second control).
 """
 
 from __future__ import annotations
