@@ -163,6 +163,7 @@ def figure_to_png(
     """
     render = dpi * scale
     for _ in range(4):
+        fig.draw_without_rendering()  # tick labels get their text when drawn
         px = min_font_px(fig, render)
         meta = {FONT_KEY: "none" if px is None else f"{px:.2f}"}
         data = _save_png(fig, render, meta)
