@@ -1,15 +1,16 @@
-"""Solutions to the chapters' exercises, kept out of the notebooks.
+"""Solutions to the chapters' exercises: in the repository, kept out of the notebooks
+and out of the installed package (it is not part of ``ptlm_lite``: ``pip install``
+leaves it out; ``tests/test_install.py`` checks).
 
-One module per chapter (``transformer``, ``gpt``, ``bert``, ``gpt2``, ``gpt3``), each
-defining the functions the chapter's stubs ask for, under the same names
-(``my_causal_mask``, ...), and ``EXPLANATIONS``: why the right answer of each conceptual
-question is right. ``tests/test_exercises.py`` runs every solution through the chapter's
-own check (:func:`ptlm_lite.exercises.check`), so a solution that stops passing fails
-CI.
+One module per chapter, each defining the functions the chapter's stubs ask for, under
+the same names (``my_causal_mask``, ...), ``ANSWERS`` (the right letter of each
+conceptual question) and ``EXPLANATIONS`` (why it is right). ``ptlm_lite.exercises``
+finds this folder beside the package in a checkout (or where ``PTLM_SOLUTIONS``
+points) and loads ``<chapter>.py`` as ``ptlm_solutions.<chapter>``;
+``tests/test_exercises.py`` runs every solution through the chapter's own check
+(``exercises.verify()``), so a solution that stops passing fails CI. The package keeps
+only salted hashes of the answers, with the explanations sealed by them
+(``scripts/seal_answers.py`` writes them from here).
 
-Instructors: delete this folder (``ptlm_lite/solutions/``) from the copy you hand out.
-The chapters still run and the checks still work — they compare with the package's own
-implementations, not with these files; :func:`ptlm_lite.exercises.show_solution` then
-says the solution is not included, and :func:`ptlm_lite.exercises.ask` still says right
-or wrong, without the explanation.
+Instructors: see CONTRIBUTING.md, "Grading a student's notebook".
 """
