@@ -141,29 +141,35 @@ def installed_matches_lock() -> bool:
 
 
 FONTS = ROOT / "ptlm_lite" / "data" / "fonts"
-CJK_FAMILY = "Noto Sans SC Book"
+CJK_FAMILY = '"Noto Sans SC Book", "Noto Emoji Book"'  # scripts/cjk_font.py
 # Appended to every font stack: the theme's (pydata-sphinx-theme variables) and the
 # widgets' (ipywidgets' --jp-* variables, set on :root by the widget manager's CSS, which
 # loads later: ``html:root`` outranks it).
 PTLM_FONTS_CSS = f"""\
 /* Written by scripts/assets.py: the book's CJK font, a fallback in every font stack. */
 @font-face {{
-  font-family: "{CJK_FAMILY}";
+  font-family: "Noto Sans SC Book";
   src: url("fonts/NotoSansSC-book.ttf") format("truetype");
   font-display: swap;
   unicode-range: U+2E80-9FFF, U+F900-FAFF, U+FF00-FFEF;
 }}
+@font-face {{
+  font-family: "Noto Emoji Book";
+  src: url("fonts/NotoEmoji-book.ttf") format("truetype");
+  font-display: swap;
+  unicode-range: U+1F000-1FAFF;
+}}
 html:root {{
-  --pst-font-family-base: var(--pst-font-family-base-system), "{CJK_FAMILY}";
-  --pst-font-family-heading: var(--pst-font-family-base-system), "{CJK_FAMILY}";
+  --pst-font-family-base: var(--pst-font-family-base-system), {CJK_FAMILY};
+  --pst-font-family-heading: var(--pst-font-family-base-system), {CJK_FAMILY};
   --pst-font-family-monospace: var(--pst-font-family-monospace-system),
-    "{CJK_FAMILY}";
-  --jp-ui-font-family: "Helvetica Neue", Helvetica, Arial, sans-serif, "{CJK_FAMILY}";
+    {CJK_FAMILY};
+  --jp-ui-font-family: "Helvetica Neue", Helvetica, Arial, sans-serif, {CJK_FAMILY};
   --jp-content-font-family: system-ui, -apple-system, "Segoe UI", sans-serif,
-    "{CJK_FAMILY}";
-  --jp-code-font-family: monospace, "{CJK_FAMILY}";
+    {CJK_FAMILY};
+  --jp-code-font-family: monospace, {CJK_FAMILY};
   --jp-widgets-font-family: system-ui, -apple-system, "Segoe UI", sans-serif,
-    "{CJK_FAMILY}";
+    {CJK_FAMILY};
 }}
 """
 
@@ -172,9 +178,9 @@ def copy_fonts() -> list[Path]:
     """The CJK font, its licence and ``ptlm-fonts.css`` into book/js/."""
     (OUT / "fonts").mkdir(parents=True, exist_ok=True)
     written = []
-    for name in ("NotoSansSC-book.ttf", "OFL.txt"):
-        shutil.copyfile(FONTS / name, OUT / "fonts" / name)
-        written.append(OUT / "fonts" / name)
+    for font in sorted(FONTS.glob("*.ttf")) + sorted(FONTS.glob("OFL-*.txt")):
+        shutil.copyfile(font, OUT / "fonts" / font.name)
+        written.append(OUT / "fonts" / font.name)
     (OUT / "ptlm-fonts.css").write_text(PTLM_FONTS_CSS)
     return written + [OUT / "ptlm-fonts.css"]
 
@@ -234,7 +240,12 @@ def check() -> list[str]:
         for n in MATHJAX_FILES
         if not (VENDOR / "mathjax" / n).exists()
     ]
-    for name in ("ptlm-book.js", "ptlm-fonts.css", "fonts/NotoSansSC-book.ttf"):
+    for name in (
+        "ptlm-book.js",
+        "ptlm-fonts.css",
+        "fonts/NotoSansSC-book.ttf",
+        "fonts/NotoEmoji-book.ttf",
+    ):
         if not (OUT / name).exists():
             missing.append(name)
     return missing

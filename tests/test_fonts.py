@@ -25,12 +25,14 @@ def test_the_font_has_every_cjk_character_of_the_book():
     cjk = _cjk_font()
     chars = cjk.book_characters()
     assert set("我爱生活") <= chars  # the XLNet chapter's example is found
-    lacking = chars - cjk.font_characters()
-    assert not lacking, (
-        f"the book's CJK font lacks {''.join(sorted(lacking))}: rerun "
-        "python scripts/cjk_font.py"
-    )
-    assert (cjk.FONT_DIR / "OFL.txt").read_text().count("SIL Open Font License") >= 1
+    for _, prefix, font, _, ranges in cjk.FONTS:
+        lacking = cjk.book_characters(ranges=ranges) - cjk.font_characters(font)
+        assert not lacking, (
+            f"{font.name} lacks {''.join(sorted(lacking))}: rerun "
+            "python scripts/cjk_font.py"
+        )
+        licence = (cjk.FONT_DIR / f"OFL-{prefix}.txt").read_text()
+        assert "SIL Open Font License" in licence
 
 
 def test_matplotlib_draws_the_characters_with_a_font_that_has_them():
@@ -39,7 +41,7 @@ def test_matplotlib_draws_the_characters_with_a_font_that_has_them():
     from ptlm_lite.viz._html import CJK_FONT, new_figure
 
     fig = new_figure((3, 1))  # registers the font, as every figure of the package does
-    fig.text(0.1, 0.5, "我爱生活 · 哈尔滨 · すでは")
+    fig.text(0.1, 0.5, "我爱生活 · 哈尔滨 · すでは · 🙂")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fig.savefig(io.BytesIO(), format="png")  # draws every glyph

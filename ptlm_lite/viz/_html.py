@@ -46,10 +46,11 @@ PIXEL_RATIO = 2  # inline figures render at 2x BOOK_DPI and are shown at half: s
 PHONE_PX = 340
 MIN_LABEL_PX = 10
 FONT_KEY = "ptlm:min_font_px"
-# The book's CJK font (scripts/cjk_font.py): Noto Sans SC cut to the characters the
-# book uses, a fallback after matplotlib's own font, so "我爱生活" is not drawn as boxes
-# on a machine without CJK fonts.
+# The book's CJK and emoji fonts (scripts/cjk_font.py): Noto Sans SC and Noto Emoji cut
+# to the characters the book uses, fallbacks after matplotlib's own font, so "我爱生活"
+# is not drawn as boxes on a machine without CJK fonts.
 CJK_FONT = "Noto Sans SC Book"
+BOOK_FONTS = {CJK_FONT: "NotoSansSC-book.ttf", "Noto Emoji Book": "NotoEmoji-book.ttf"}
 BOOK_RC = {  # the book's matplotlib style (font sizes in points; 1 pt = dpi / 72 px)
     "figure.figsize": (6.4, 3.4),
     "figure.dpi": BOOK_DPI,
@@ -64,25 +65,27 @@ BOOK_RC = {  # the book's matplotlib style (font sizes in points; 1 pt = dpi / 7
 
 
 def register_fonts() -> str | None:
-    """Register the book's CJK font (package data) with matplotlib and add it to
-    ``font.family`` as a fallback; returns the font file's path (``None`` when the
-    package lacks it). Called when :mod:`ptlm_lite.viz` is imported."""
+    """Register the book's CJK and emoji fonts (package data) with matplotlib and add
+    them to ``font.family`` as fallbacks; returns the CJK font file's path (``None``
+    when the package lacks it). Called by the kernel's set-up and :func:`new_figure`."""
     from pathlib import Path
 
     import matplotlib
     from matplotlib import font_manager
 
-    path = (
-        Path(__file__).resolve().parents[1] / "data" / "fonts" / "NotoSansSC-book.ttf"
-    )
-    if not path.exists():
-        return None
-    if CJK_FONT not in {f.name for f in font_manager.fontManager.ttflist}:
-        font_manager.fontManager.addfont(str(path))
+    folder = Path(__file__).resolve().parents[1] / "data" / "fonts"
+    known = {f.name for f in font_manager.fontManager.ttflist}
     family = list(matplotlib.rcParams["font.family"])
-    if CJK_FONT not in family:
-        matplotlib.rcParams["font.family"] = family + [CJK_FONT]
-    return str(path)
+    for name, file in BOOK_FONTS.items():
+        if not (folder / file).exists():
+            continue
+        if name not in known:
+            font_manager.fontManager.addfont(str(folder / file))
+        if name not in family:
+            family.append(name)
+    matplotlib.rcParams["font.family"] = family
+    path = folder / BOOK_FONTS[CJK_FONT]
+    return str(path) if path.exists() else None
 
 
 def min_font_px(fig, dpi: float) -> float | None:

@@ -287,7 +287,8 @@ def test_figure_labels_are_at_least_10px(visits, phone_visits, base_url, path, w
         for t in visit.facts["svgText"]
         if t["px"] < MIN_LABEL_PX - 0.05
     ]
-    wide = visit.facts["wideSvg"]
+    # on a phone a diagram may scroll sideways rather than shrink below 10 px
+    wide = visit.facts["wideSvg"] if width == 1280 else []
     assert not wide, f"{path}: drawings wider than the text column: {wide} px"
     assert not unrecorded, (
         f"{path}: figures not rendered by the book's renderer (no font record): "
