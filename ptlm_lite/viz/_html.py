@@ -133,16 +133,16 @@ def _relayout(fig) -> None:
             fig.tight_layout()
 
 
-def fit_for_phone(fig, png: bytes, font_px: float | None, scale: float) -> float:
-    """How much to narrow ``fig`` (a factor <= 1) so that, shown at most ``PHONE_PX``
-    CSS px wide, its smallest text (``font_px`` pixels in ``png``, shown at
-    ``1 / scale`` CSS px per pixel) is still ``MIN_LABEL_PX``; 1 when it already is."""
+def fit_for_phone(png: bytes, font_px: float | None, scale: float) -> float:
+    """How many pixels of ``png`` to take off its width so that, shown at most
+    ``PHONE_PX`` CSS px wide (``1 / scale`` CSS px per pixel), its smallest text
+    (``font_px`` pixels) is still ``MIN_LABEL_PX``; 0 when it already is."""
     if font_px is None:
-        return 1.0
+        return 0.0
     width = png_size(png)[0]
-    shown = min(width / scale, PHONE_PX)
-    on_phone = font_px * shown / width
-    return min(1.0, on_phone / MIN_LABEL_PX)
+    if font_px * min(width / scale, PHONE_PX) / width >= MIN_LABEL_PX:
+        return 0.0
+    return width - font_px * PHONE_PX / MIN_LABEL_PX
 
 
 def figure_to_png(
@@ -159,22 +159,30 @@ def figure_to_png(
     ``dpi`` is CSS px per inch where the page shows the figure; ``scale`` pixels per CSS
     px (2: a sharp image, shown at half its pixel width). With ``fit`` a figure too wide
     for its smallest text to stay legible on a phone is narrowed (its fonts unchanged,
-    the layout redone: :func:`fit_for_phone`). A 256-colour palette roughly halves
+    the layout redone: :func:`fit_for_phone`), but not below 55% of its width or 3.2
+    in: a figure that would need more (a legend outside the axes) stays as it is, and
+    the browser tests say so. A 256-colour palette roughly halves
     heatmaps and line plots with no visible change, which keeps pages with a dozen
     precomputed views under the book's 1 MB budget. The PNG carries its smallest font
     size in pixels at its own resolution (text chunk ``FONT_KEY``).
     """
     render = dpi * scale
-    for _ in range(4):
+    w0 = fig.get_size_inches()[0]
+    for _ in range(6):
         fig.draw_without_rendering()  # tick labels get their text when drawn
         px = min_font_px(fig, render)
         meta = {FONT_KEY: "none" if px is None else f"{px:.2f}"}
         data = _save_png(fig, render, meta)
-        k = fit_for_phone(fig, data, px, scale) if fit else 1.0
-        if k >= 0.995:
+        excess = fit_for_phone(data, px, scale) if fit else 0.0
+        if excess <= 0:
             break
+        # take the excess off the figure's width (text and legends outside the axes
+        # keep their size, so a plain scale would not do), the height in proportion
         w, h = fig.get_size_inches()
-        fig.set_size_inches(w * k * 0.98, h * k * 0.98)
+        narrower = w - 1.05 * excess / render
+        if narrower < max(3.2, 0.55 * w0):
+            break  # text that does not shrink (an outside legend) fills it: redraw it
+        fig.set_size_inches(narrower, h * narrower / w)
         _relayout(fig)
     if colors:
         try:
