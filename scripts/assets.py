@@ -159,6 +159,10 @@ PTLM_FONTS_CSS = f"""\
   font-display: swap;
   unicode-range: U+1F000-1FAFF;
 }}
+/* the mask explorers' tables, drawn before their font stack named these fonts */
+html .ptlm-mask, html .ptlm-legend {{
+  font-family: sans-serif, {CJK_FAMILY};
+}}
 html:root {{
   --pst-font-family-base: var(--pst-font-family-base-system), {CJK_FAMILY};
   --pst-font-family-heading: var(--pst-font-family-base-system), {CJK_FAMILY};

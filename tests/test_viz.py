@@ -419,7 +419,7 @@ def test_diagram_draws_boxes_arrows_and_links_from_text():
 def test_a_wide_figure_is_narrowed_until_its_text_fits_a_phone():
     from ptlm_lite.viz import _html as H
 
-    fig = H.new_figure((9.0, 3.0))  # 900 CSS px at 100 dpi: 10-pt ticks -> 5 px
+    fig = H.new_figure((7.2, 3.0))  # 720 CSS px at 100 dpi: 10-pt ticks -> 6.6 px
     axes = fig.subplots(1, 2)
     for ax in axes:
         ax.plot([1, 2, 3])
@@ -432,7 +432,7 @@ def test_a_wide_figure_is_narrowed_until_its_text_fits_a_phone():
     on_desktop = font / H.PIXEL_RATIO
     assert on_phone >= H.MIN_LABEL_PX - 0.05 and on_desktop >= H.MIN_LABEL_PX
     # without fitting, the same figure is too small on a phone (what the book had)
-    fig = H.new_figure((9.0, 3.0))
+    fig = H.new_figure((7.2, 3.0))
     fig.subplots(1, 2)[0].plot([1, 2])
     png = H.figure_to_png(fig, dpi=H.BOOK_DPI, scale=H.PIXEL_RATIO, fit=False)
     width, font = H.png_size(png)[0], H.png_font_px(png)

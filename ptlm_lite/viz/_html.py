@@ -51,6 +51,9 @@ FONT_KEY = "ptlm:min_font_px"
 # is not drawn as boxes on a machine without CJK fonts.
 CJK_FONT = "Noto Sans SC Book"
 BOOK_FONTS = {CJK_FONT: "NotoSansSC-book.ttf", "Noto Emoji Book": "NotoEmoji-book.ttf"}
+# the font stack of the widgets' own HTML: the book's pages serve the two fonts
+# (scripts/assets.py); elsewhere the names are skipped
+HTML_FONTS = 'sans-serif, "Noto Sans SC Book", "Noto Emoji Book"'
 BOOK_RC = {  # the book's matplotlib style (font sizes in points; 1 pt = dpi / 72 px)
     "figure.figsize": (6.4, 3.4),
     "figure.dpi": BOOK_DPI,
