@@ -9,29 +9,25 @@ A chapter's coding exercise is two cells: a stub the reader fills in (it raises
     check("causal mask", my_causal_mask)   # cases and reference: exercise_sets/transformer.py
 
 :func:`check` never stops the chapter: an unattempted stub (it raises
-``NotImplementedError``, returns ``...`` or ``None``, or is ``...`` itself) is reported
-as *not attempted*; a wrong answer says which case failed and why (a wrong value, an
-exception, or an argument changed in place); a right one passes every case. The result
-renders as a coloured note and is truthy only when right. The older form ``check(name,
-candidate, reference, cases)`` still works, for checks a chapter builds itself.
+``NotImplementedError``, returns ``...`` or ``None``, or is ``...`` itself) is *not
+attempted*; a wrong answer says which case failed and why (a wrong value, an exception,
+or an argument changed in place). The result is truthy only when right.
+``check(name, candidate, reference, cases)`` checks what a chapter builds itself.
 
-The solutions are not in the notebooks: they live in
-``ptlm_lite/solutions/<chapter>.py``, under the names the stubs use, and
-``tests/test_exercises.py`` runs every one through the same :func:`check` and shows that
-a plausible wrong answer fails. :func:`show_solution` displays one (the book folds that
-cell away). An instructor can delete ``ptlm_lite/solutions/``: the checks still work,
-since they compare with the package's own implementation, not with the solutions.
+The solutions are in neither the notebooks nor the installed package: they live in the
+repository's ``solutions/<chapter>.py`` (beside the package: ``pip install`` leaves
+them out); :func:`verify` runs each through :func:`check` (CI). The checks compare with
+the package's own implementation, not with them.
 
-A conceptual question is checked by :func:`ask`: the question and its choices live in
-:data:`QUESTIONS`; the explanation of the right answer lives in the solutions module and
-is shown once the reader has it right::
+:func:`ask` checks a conceptual question (:data:`QUESTIONS`); the right answer is kept
+only as a salted hash, its explanation sealed with it (:mod:`ptlm_lite.exercise_keys`,
+which also says how guesses are recorded and limited, and how grading works)::
 
     answer = None                                  # your answer: "A", "B", "C" or "D"
     ask("why divide by √d", answer)
 
-Each chapter's exercises and questions are registered by its own module,
-``ptlm_lite/exercise_sets/<chapter>.py``, with :func:`register_exercise` and :func:`register_question`;
-they load on first use (:func:`load_all`).
+Each chapter registers its own (``exercise_sets/<chapter>.py``: :func:`register_exercise`,
+:func:`register_question`); they load on first use (:func:`load_all`).
 
 Introduced in ``chapters/transformer.ipynb``; every chapter's exercises use it.
 """
@@ -41,10 +37,13 @@ from __future__ import annotations
 import functools
 import html
 import importlib
+import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 
+from .exercise_keys import grade_log as _record
+from .exercise_keys import opens, sealed_keys, solutions_module, unseal
 from .exercise_compare import (
     copy_answer,
     describe,
@@ -66,9 +65,12 @@ __all__ = [
     "solution",
     "show_solution",
     "explanation",
+    "answer",
     "verify",
     "register_exercise",
     "register_question",
+    "GUESSES",
+    "guess_limit",
     "describe",
     "is_stub_value",
     "NOT_ATTEMPTED",
@@ -131,7 +133,7 @@ class Exercise:
     """
 
     name: str
-    # chapters/<chapter>.ipynb and ptlm_lite/solutions/<chapter>.py
+    # chapters/<chapter>.ipynb and solutions/<chapter>.py (the repository)
     chapter: str
     solution: str  # the stub's name, e.g. "my_causal_mask"
     # the package's own implementation (not the solution)
@@ -193,6 +195,10 @@ def check(
     ``NotImplementedError``, or returns ``...`` or ``None`` where the reference returns
     a value.
     """
+    return _record("check", _check(exercise, candidate, reference, cases, atol))
+
+
+def _check(exercise, candidate, reference, cases, atol) -> Result:
     if (reference is None) != (cases is None):
         raise TypeError(
             "give both reference and cases, or neither (to use the registered exercise)"
@@ -268,7 +274,7 @@ def check(
 
 
 # ----------------------------------------------------------------------------------
-# Solutions (ptlm_lite/solutions/<chapter>.py, which an instructor may delete)
+# Solutions (solutions/<chapter>.py in the repository, not in the installed package)
 
 
 def load_all() -> None:
@@ -288,13 +294,7 @@ def _known(name: str, registry: dict) -> bool:
     return name in registry
 
 
-def _solutions(chapter: str):
-    try:
-        return importlib.import_module(f"ptlm_lite.solutions.{chapter}")
-    except ModuleNotFoundError as e:
-        if e.name in ("ptlm_lite.solutions", f"ptlm_lite.solutions.{chapter}"):
-            return None
-        raise
+_solutions = solutions_module
 
 
 def solution(exercise: str):
@@ -337,9 +337,10 @@ def verify(chapter: str | None = None) -> list[Result]:
             f = solution(name)
             if f is None:
                 raise ModuleNotFoundError(
-                    "ptlm_lite.solutions is not installed in this copy"
+                    "no solutions/ folder: verify() runs in a checkout of the "
+                    "repository (or set PTLM_SOLUTIONS to the folder)"
                 )
-            out.append(check(name, f))
+            out.append(_check(name, f, None, None, None))
     return out
 
 
@@ -349,36 +350,50 @@ def verify(chapter: str | None = None) -> list[Result]:
 
 @dataclass(frozen=True)
 class Question:
-    """A multiple-choice question; the explanation of the answer lives in the solutions
-    module.
+    """A multiple-choice question. A registered one has no ``answer``: its key is a
+    salted hash (``exercise_sets/sealed.json``); a question made on the spot
+    (``ask(..., answer_index=)``) has the index of its right choice.
     """
 
     name: str
     chapter: str
     question: str
     choices: tuple
-    # index into choices (an auto-checker reveals it to anyone who tries them all
-    # anyway)
-    answer: int
+    answer: int | None = None
 
 
 QUESTIONS: dict[str, Question] = {}
+# name -> the letters of the wrong answers given so far in this kernel, in order
+GUESSES: dict[str, list[str]] = {}
+# wrong guesses allowed per question before ask stops saying right or wrong (None: any)
+guess_limit: int | None = (
+    int(os.environ["PTLM_ASK_LIMIT"]) if os.environ.get("PTLM_ASK_LIMIT") else None
+)
 
 
-def register_question(name, chapter, question, choices, answer):
-    QUESTIONS[name] = Question(name, chapter, question, tuple(choices), answer)
+def register_question(name, chapter, question, choices):
+    QUESTIONS[name] = Question(name, chapter, question, tuple(choices))
 
 
-def explanation(name: str) -> str | None:
-    """Why the right answer of a registered question is right (from the solutions), or
-    ``None``.
-    """
+def _from_solutions(name: str, table: str):
     if not _known(name, QUESTIONS):
         raise ValueError(
             f"question {name!r} is not registered; known: {sorted(QUESTIONS)}"
         )
     module = _solutions(QUESTIONS[name].chapter)
-    return None if module is None else getattr(module, "EXPLANATIONS", {}).get(name)
+    return None if module is None else getattr(module, table, {}).get(name)
+
+
+def explanation(name: str) -> str | None:
+    """Why the right answer of a registered question is right (from the solutions,
+    where this copy has them), or ``None``."""
+    return _from_solutions(name, "EXPLANATIONS")
+
+
+def answer(name: str) -> str | None:
+    """The right letter of a registered question, from the solutions (``ANSWERS``), or
+    ``None`` when this copy has no solutions (an instructor's and CI's helper)."""
+    return _from_solutions(name, "ANSWERS")
 
 
 def _letter(i: int) -> str:
@@ -401,8 +416,15 @@ def ask(
     ``question``, ``choices`` and ``answer_index`` (0-based), and may give ``why``.
     ``candidate`` ``None`` or ``...``: "not attempted" (the question and its choices are
     shown). The explanation is shown only once the answer is right, and comes from the
-    solutions module for a registered question.
+    solutions module (or, sealed, from the package) for a registered question.
     """
+    return _record(
+        "ask",
+        _ask(name, candidate, question, choices, answer_index, why, limit=guess_limit),
+    )
+
+
+def _ask(name, candidate, question, choices, answer_index, why, limit) -> Result:
     if (
         question is None
         and _known(name, QUESTIONS)
@@ -420,7 +442,12 @@ def ask(
         q = Question(name, "", question, tuple(choices), answer_index)
     if len(q.choices) < 2 or not all(isinstance(c, str) for c in q.choices):
         raise ValueError(f"choices must be at least two strings, got {q.choices!r}")
-    if (
+    key = sealed_keys().get(name) if q.answer is None else None
+    if q.answer is None and key is None:
+        raise ValueError(
+            f"question {name!r} has no sealed key (scripts/seal_answers.py)"
+        )
+    if q.answer is not None and (
         isinstance(q.answer, bool)
         or not isinstance(q.answer, int)
         or not 0 <= q.answer < len(q.choices)
@@ -452,7 +479,24 @@ def ask(
             f"{', '.join(repr(l) for l in letters)}, got {candidate!r}.",
             details=shown,
         )
-    if picked != q.answer:
+    wrong = GUESSES.setdefault(name, [])
+    if limit is not None and len(wrong) >= limit:
+        return Result(
+            name,
+            False,
+            True,
+            f"✗ {name}: no guesses left ({len(wrong)} wrong: "
+            f"{', '.join(wrong)}); ask your instructor.",
+            details=shown,
+        )
+    right = (
+        picked == q.answer
+        if q.answer is not None
+        else opens(key, name, q.choices[picked])
+    )
+    if not right:
+        if letters[picked] not in wrong:
+            wrong.append(letters[picked])
         return Result(
             name,
             False,
@@ -460,11 +504,14 @@ def ask(
             f"✗ {name}: {letters[picked]} is not it. Think again.",
             details=shown,
         )
+    if why is None and key is not None:
+        why = unseal(key, name, q.choices[picked])
     note = "" if why else " (The explanation is not included in this copy.)"
+    before = f" (after {len(wrong)} wrong: {', '.join(wrong)})" if wrong else ""
     return Result(
         name,
         True,
         True,
-        f"✓ {name}: {letters[picked]} is right.{note}",
+        f"✓ {name}: {letters[picked]} is right{before}.{note}",
         details=why or "",
     )

@@ -18,6 +18,10 @@ What and why:
   math.
 * ``ptlm-book.js`` (ours, written below): tells our bertviz bridge where these files are
   (``window.ptlmBookJs.base``), so it never falls back to a CDN inside the book.
+* ``ptlm-fonts.css`` and ``fonts/`` (ours): the book's CJK font (package data,
+  ``ptlm_lite/data/fonts/``, made by ``scripts/cjk_font.py``) as an ``@font-face`` at the
+  end of every font stack of the page and of the widgets, so "我爱生活" is drawn, not
+  boxes, on a machine without CJK fonts (issue 26).
 
 The versions come from book/package.json + book/package-lock.json (``npm ci``).
 Third-party files are copied, never committed: book/js/ is git-ignored. ``_config.yml``
@@ -137,6 +141,55 @@ def installed_matches_lock() -> bool:
     return True
 
 
+FONTS = ROOT / "ptlm_lite" / "data" / "fonts"
+CJK_FAMILY = '"Noto Sans SC Book", "Noto Emoji Book"'  # scripts/cjk_font.py
+# Appended to every font stack: the theme's (pydata-sphinx-theme variables) and the
+# widgets' (ipywidgets' --jp-* variables, set on :root by the widget manager's CSS, which
+# loads later: ``html:root`` outranks it).
+PTLM_FONTS_CSS = f"""\
+/* Written by scripts/assets.py: the book's CJK font, a fallback in every font stack. */
+@font-face {{
+  font-family: "Noto Sans SC Book";
+  src: url("fonts/NotoSansSC-book.ttf") format("truetype");
+  font-display: swap;
+  unicode-range: U+2E80-9FFF, U+F900-FAFF, U+FF00-FFEF;
+}}
+@font-face {{
+  font-family: "Noto Emoji Book";
+  src: url("fonts/NotoEmoji-book.ttf") format("truetype");
+  font-display: swap;
+  unicode-range: U+1F000-1FAFF;
+}}
+/* the mask explorers' tables, drawn before their font stack named these fonts */
+html .ptlm-mask, html .ptlm-legend {{
+  font-family: sans-serif, {CJK_FAMILY};
+}}
+html:root {{
+  --pst-font-family-base: var(--pst-font-family-base-system), {CJK_FAMILY};
+  --pst-font-family-heading: var(--pst-font-family-base-system), {CJK_FAMILY};
+  --pst-font-family-monospace: var(--pst-font-family-monospace-system),
+    {CJK_FAMILY};
+  --jp-ui-font-family: "Helvetica Neue", Helvetica, Arial, sans-serif, {CJK_FAMILY};
+  --jp-content-font-family: system-ui, -apple-system, "Segoe UI", sans-serif,
+    {CJK_FAMILY};
+  --jp-code-font-family: monospace, {CJK_FAMILY};
+  --jp-widgets-font-family: system-ui, -apple-system, "Segoe UI", sans-serif,
+    {CJK_FAMILY};
+}}
+"""
+
+
+def copy_fonts() -> list[Path]:
+    """The CJK font, its licence and ``ptlm-fonts.css`` into book/js/."""
+    (OUT / "fonts").mkdir(parents=True, exist_ok=True)
+    written = []
+    for font in sorted(FONTS.glob("*.ttf")) + sorted(FONTS.glob("OFL-*.txt")):
+        shutil.copyfile(font, OUT / "fonts" / font.name)
+        written.append(OUT / "fonts" / font.name)
+    (OUT / "ptlm-fonts.css").write_text(PTLM_FONTS_CSS)
+    return written + [OUT / "ptlm-fonts.css"]
+
+
 def copy_all() -> list[Path]:
     if OUT.exists():
         shutil.rmtree(OUT)
@@ -182,7 +235,7 @@ def copy_all() -> list[Path]:
     )
     (OUT / "ptlm-book.js").write_text(PTLM_BOOK_JS)
     written.append(OUT / "ptlm-book.js")
-    return written
+    return written + copy_fonts()
 
 
 def check() -> list[str]:
@@ -192,8 +245,14 @@ def check() -> list[str]:
         for n in MATHJAX_FILES
         if not (VENDOR / "mathjax" / n).exists()
     ]
-    if not (OUT / "ptlm-book.js").exists():
-        missing.append("ptlm-book.js")
+    for name in (
+        "ptlm-book.js",
+        "ptlm-fonts.css",
+        "fonts/NotoSansSC-book.ttf",
+        "fonts/NotoEmoji-book.ttf",
+    ):
+        if not (OUT / name).exists():
+            missing.append(name)
     return missing
 
 
@@ -306,6 +365,7 @@ def _install_log_filter() -> None:
 
 def setup(app):
     _install_log_filter()  # Sphinx set up its log handlers before loading extensions
+    app.add_css_file("ptlm-fonts.css")  # book/js/ is the static path: _static/
     app.connect("build-finished", _fonts_next_to_pages)
     app.connect("builder-inited", lambda app: _check_assets(app))
     app.connect("env-get-outdated", _outdated_when_assets_change)

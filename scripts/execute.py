@@ -50,12 +50,21 @@ KEY = "ptlm_book"
 _PROBE = (
     "__import__('json').dumps({_n: getattr(_m, '__file__', None) for _n, _m in "
     "list(__import__('sys').modules.items()) if _n == %(p)r or "
-    "_n.startswith(%(p)r + '.')})"
+    "_n.startswith((%(p)r + '.', %(s)r + '.'))})"
 )
 
 
 def package_dir() -> pathlib.Path:
     return (ROOT / PACKAGE).resolve()
+
+
+# The reference solutions: solutions/<chapter>.py, beside the package (not in it), loaded
+# by ptlm_lite.exercise_keys as modules named ptlm_solutions.<chapter>.
+SOLUTIONS = "ptlm_solutions"
+
+
+def solutions_dir() -> pathlib.Path:
+    return (ROOT / "solutions").resolve()
 
 
 def toc_notebooks() -> list[pathlib.Path]:
@@ -88,6 +97,9 @@ def module_file(name: str) -> pathlib.Path | None:
     from, if any.
     """
     parts = name.split(".")
+    if parts[0] == SOLUTIONS and len(parts) == 2:
+        f = solutions_dir() / f"{parts[1]}.py"
+        return f if f.is_file() else None
     if parts[0] != PACKAGE:
         return None
     base = package_dir().joinpath(*parts[1:])
@@ -108,7 +120,7 @@ def module_hashes(
     pkg = package_dir()
     # a chapter depends on its own exercise set and solutions only (looking up an
     # exercise's name may import other chapters' sets, which it does not use)
-    per_chapter = (f"{PACKAGE}.exercise_sets.", f"{PACKAGE}.solutions.")
+    per_chapter = (f"{PACKAGE}.exercise_sets.", f"{SOLUTIONS}.")
     out, outside = {}, []
     for name, file in sorted(files.items()):
         if (
@@ -121,7 +133,7 @@ def module_hashes(
             # namespace package, builtin: nothing to hash
             continue
         f = pathlib.Path(file).resolve()
-        if f.is_file() and f.is_relative_to(pkg):
+        if f.is_file() and (f.is_relative_to(pkg) or f.is_relative_to(solutions_dir())):
             out[name] = file_hash(f)
         else:
             outside.append(f"{name} ({file})")
@@ -198,7 +210,7 @@ def _run(nb, path: pathlib.Path, timeout: int) -> dict[str, str | None]:
             "",
             silent=True,
             store_history=False,
-            user_expressions={"modules": _PROBE % {"p": PACKAGE}},
+            user_expressions={"modules": _PROBE % {"p": PACKAGE, "s": SOLUTIONS}},
         )
         reply = client.wait_for_reply(msg_id)
     result = ((reply or {}).get("content", {}).get("user_expressions") or {}).get(

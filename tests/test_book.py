@@ -78,10 +78,10 @@ def test_chapter_template(nb):
     assert any(re.search(r"\bask\(", s) for s in src), (
         "at least one auto-checked conceptual question (ask)"
     )
-    # Solutions live in ptlm_lite/solutions/ (CI checks them), never in the chapter: not
+    # Solutions live in solutions/ (CI checks them), never in the chapter: not
     # even hidden.
     assert not any("assert check(" in s for s in src), (
-        "a solution cell is in the chapter: move it to ptlm_lite/solutions/"
+        "a solution cell is in the chapter: move it to solutions/"
     )
 
 

@@ -18,6 +18,7 @@ from ptlm_lite.ernie import (
     span_level,
     token_units,
 )
+from ptlm_lite.exercise_keys import solutions_module
 from ptlm_lite.exercise_sets.ernie_baidu import _unit_batch
 from ptlm_lite.recipes import ernie as R
 
@@ -447,13 +448,13 @@ def _select_then_grow(maskable, units, p, generator):
 
 
 def _select_ignoring_maskable(maskable, units, p, generator):
-    from ptlm_lite.solutions.ernie_baidu import my_select_units
+    my_select_units = solutions_module("ernie_baidu").my_select_units
 
     return my_select_units(torch.ones_like(maskable), units, p, generator)
 
 
 def _select_in_place(maskable, units, p, generator):
-    from ptlm_lite.solutions.ernie_baidu import my_select_units
+    my_select_units = solutions_module("ernie_baidu").my_select_units
 
     out = my_select_units(maskable, units, p, generator)
     maskable &= out  # right value, but the caller's tensor changes
@@ -461,7 +462,7 @@ def _select_in_place(maskable, units, p, generator):
 
 
 def _select_units_too_often(maskable, units, p, generator):
-    from ptlm_lite.solutions.ernie_baidu import my_select_units
+    my_select_units = solutions_module("ernie_baidu").my_select_units
 
     return my_select_units(maskable, units, 2 * p, generator)
 

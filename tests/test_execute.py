@@ -196,16 +196,21 @@ def test_other_chapters_exercise_sets_are_not_dependencies(ex, tmp_path, monkeyp
     monkeypatch.setattr(ex, "ROOT", tmp_path)
     pkg = ex.PACKAGE
     files = {}
-    for sub, chapter in (
-        ("exercise_sets", "roberta"),
-        ("exercise_sets", "spanbert"),
-        ("solutions", "spanbert"),
+    for sub, chapter, name in (
+        (f"{pkg}/exercise_sets", "roberta", f"{pkg}.exercise_sets.roberta"),
+        (f"{pkg}/exercise_sets", "spanbert", f"{pkg}.exercise_sets.spanbert"),
+        ("solutions", "spanbert", f"{ex.SOLUTIONS}.spanbert"),  # beside the package
+        ("solutions", "roberta", f"{ex.SOLUTIONS}.roberta"),
     ):
-        f = tmp_path / pkg / sub / f"{chapter}.py"
+        f = tmp_path / sub / f"{chapter}.py"
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text("X = 1\n")
-        files[f"{pkg}.{sub}.{chapter}"] = str(f)
+        files[name] = str(f)
     assert set(ex.module_hashes(files, chapter="roberta")) == {
-        f"{pkg}.exercise_sets.roberta"
+        f"{pkg}.exercise_sets.roberta",
+        f"{ex.SOLUTIONS}.roberta",
     }
-    assert len(ex.module_hashes(files)) == 3
+    assert len(ex.module_hashes(files)) == 4
+    assert (
+        ex.module_file(f"{ex.SOLUTIONS}.roberta") == tmp_path / "solutions/roberta.py"
+    )

@@ -1,5 +1,5 @@
 """Exercises that check themselves (ptlm_lite.exercises) and their solutions
-(ptlm_lite.solutions).
+(solutions/ in the repository, outside the package).
 
 Every registered exercise: its solution passes the chapter's check, a stub is "not
 attempted", and plausible wrong answers are rejected, so the check is tight enough to
@@ -443,14 +443,15 @@ def test_check_leaves_the_global_random_state_alone():
 @pytest.mark.parametrize("name", sorted(E.QUESTIONS))
 def test_question_right_wrong_and_not_attempted(name):
     q = E.QUESTIONS[name]
-    right = "ABCD"[q.answer]
+    right = E.answer(name)
+    E.GUESSES.pop(name, None)
     assert ask(name, None).status == NOT_ATTEMPTED
     shown = repr(ask(name, ...))
     assert q.question in shown and all(c in shown for c in q.choices)
     r = ask(name, right.lower())
     assert r.status == RIGHT and r and E.explanation(name) in repr(r)
     # the text of the choice works too
-    assert ask(name, q.choices[q.answer]).status == RIGHT
+    assert ask(name, q.choices["ABCD".index(right)]).status == RIGHT
     for wrong in "ABCD".replace(right, ""):
         w = ask(name, wrong)
         assert w.status == WRONG and not w and E.explanation(name) not in repr(w)
@@ -484,30 +485,95 @@ def test_question_defined_in_the_notebook():
         ask("masks", "A", **{**kw, "answer_index": 3})
 
 
-# --- an instructor's copy without ptlm_lite/solutions
+# --- a copy without solutions/ (an installed package: tests/test_install.py)
 
 
 @pytest.fixture
-def no_solutions(monkeypatch):
-    monkeypatch.setitem(sys.modules, "ptlm_lite.solutions", None)
-    for chapter in {s.chapter for s in E.EXERCISES.values()}:
-        monkeypatch.setitem(sys.modules, f"ptlm_lite.solutions.{chapter}", None)
+def no_solutions(monkeypatch, tmp_path):
+    right = {n: E.answer(n) for n in E.QUESTIONS}
+    monkeypatch.setenv("PTLM_SOLUTIONS", str(tmp_path))  # an empty folder
+    for name in [n for n in sys.modules if n.startswith("ptlm_solutions.")]:
+        monkeypatch.delitem(sys.modules, name)
+    return right
 
 
 def test_checks_and_questions_work_without_solutions(no_solutions):
-    assert E.solution("causal mask") is None
+    assert E.solution("causal mask") is None and E.answer("why divide by √d") is None
     assert "not included" in repr(E.show_solution("causal mask"))
     assert check("causal mask", _causal_strict).status == WRONG
     assert check("causal mask", _raises).status == NOT_ATTEMPTED
-    q = E.QUESTIONS["why divide by √d"]
-    r = ask("why divide by √d", "ABCD"[q.answer])
-    assert r.status == RIGHT and "not included" in r.message
+    E.GUESSES.pop("why divide by √d", None)
+    r = ask("why divide by √d", no_solutions["why divide by √d"])
+    # the explanation comes sealed with the answer: shown without the solutions
+    assert r.status == RIGHT and "variance" in repr(r) and "not included" not in repr(r)
     with pytest.raises(ModuleNotFoundError):
         E.verify()
+
+
+def test_answer_keys_are_sealed_and_match_the_solutions():
+    """The package holds no answer: a salted hash per question, which the solutions'
+    answer opens (scripts/seal_answers.py --check) and no other choice does."""
+    from ptlm_lite.exercise_keys import opens, sealed_keys
+
+    seal = _script("seal_answers")
+    assert seal.problems() == []
+    keys = sealed_keys()
+    assert set(keys) == set(E.QUESTIONS)
+    for name, q in E.QUESTIONS.items():
+        assert q.answer is None  # nothing but the key knows it
+        right = "ABCD".index(E.answer(name))
+        assert [opens(keys[name], name, c) for c in q.choices] == [
+            i == right for i in range(len(q.choices))
+        ]
+    # the sources of the exercise sets name no answer: no index, no letter argument
+    sources = (ROOT / "ptlm_lite" / "exercise_sets").glob("*.py")
+    assert not any("answer=" in f.read_text() for f in sources)
+
+
+def test_ask_records_guesses_and_can_limit_them(monkeypatch):
+    name = "why divide by √d"
+    right = E.answer(name)
+    wrong = [x for x in "ABCD" if x != right]
+    E.GUESSES.pop(name, None)
+    assert ask(name, wrong[0]).status == WRONG and ask(name, wrong[0]).status == WRONG
+    assert E.GUESSES[name] == [wrong[0]]  # the same wrong answer counts once
+    r = ask(name, right)
+    assert r and f"after 1 wrong: {wrong[0]}" in r.message
+    # with a limit, ask stops telling right from wrong once it is used up
+    monkeypatch.setattr(E, "guess_limit", 2)
+    E.GUESSES.pop(name, None)
+    assert ask(name, wrong[0]).status == WRONG and ask(name, wrong[1]).status == WRONG
+    spent = ask(name, right)
+    assert not spent and "no guesses left" in spent.message
+    E.GUESSES.pop(name, None)
+
+
+def test_grade_log_records_every_result(monkeypatch, tmp_path):
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv("PTLM_GRADE_LOG", str(log))
+    E.GUESSES.pop("why divide by √d", None)
+    check("causal mask", _causal_strict)
+    check("causal mask", E.solution("causal mask"))
+    ask("why divide by √d", None)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [(x["kind"], x["name"], x["status"]) for x in lines] == [
+        ("check", "causal mask", WRONG),
+        ("check", "causal mask", RIGHT),
+        ("ask", "why divide by √d", NOT_ATTEMPTED),
+    ]
+
+
+def _script(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_show_solution_displays_the_source():
     src = E.show_solution("causal mask")
     assert "def my_causal_mask(T):" in repr(
         src
-    ) and "ptlm_lite.solutions.transformer" in repr(src)
+    ) and "ptlm_solutions.transformer" in repr(src)

@@ -1,161 +1,163 @@
-"""scripts/install.sh and a Python whose distribution manages its packages (PEP 668:
-Debian's and Ubuntu's own python3). pip refuses with "externally-managed-environment";
-install.sh must stop there with what to do (a virtualenv), not retry from another index
-and fail the same way (issue 26)."""
+"""The package as Colab installs it (issue 26): a plain, non-editable ``pip install``
+of the repository, used from outside it.
+
+What is installed holds no reference solution and no plain answer key, and the
+exercises still check answers there: ``check`` against the package's own code, ``ask``
+against the salted hashes, which also unseal the explanation of a right answer.
+"""
 
 from __future__ import annotations
 
+import inspect
+import json
 import os
 import pathlib
 import shutil
-import stat
 import subprocess
 import sys
 
 import pytest
 
+from ptlm_lite import exercises as E
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-INSTALL = ROOT / "scripts" / "install.sh"
-
-# What pip 23.0.1 prints on Debian 12 for `/usr/bin/python3 -m pip install torch`
-# (stderr, exit status 1), captured 2026-11-26.
-REFUSAL = """\
-error: externally-managed-environment
-
-\u00d7 This environment is externally managed
-\u2570\u2500> To install Python packages system-wide, try apt install
-    python3-xyz, where xyz is the package you are trying to
-    install.
-
-    If you wish to install a non-Debian-packaged Python package,
-    create a virtual environment using python3 -m venv path/to/venv.
-    Then use path/to/venv/bin/python and path/to/venv/bin/pip. Make
-    sure you have python3-full installed.
-
-    If you wish to install a non-Debian packaged Python application,
-    it may be easiest to use pipx install xyz, which will manage a
-    virtual environment for you. Make sure you have pipx installed.
-
-    See /usr/share/doc/python3.11/README.venv for more information.
-
-note: If you believe this is a mistake, please contact your Python installation or OS \
-distribution provider. You can override this, at the risk of breaking your Python \
-installation or OS, by passing --break-system-packages.
-hint: See PEP 668 for the detailed specification.
-"""
-
-ADVICE = ("python3 -m venv .venv", ". .venv/bin/activate", "python3-venv")
+pytestmark = pytest.mark.slow
 
 
-def run_install(python: str, tmp_path, command="build.sh", **env):
-    full = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("PIP_BREAK_SYSTEM_PACKAGES", "PTLM_COMMAND")
-    }
-    # pip may download nothing, whatever happens: no index, no config file
-    full.update(
-        PYTHON=python,
-        PTLM_COMMAND=command,
-        PIP_NO_INDEX="1",
-        PIP_CONFIG_FILE=os.devnull,
-        PTLM_TORCH_INDEX="http://127.0.0.1:9/",
-        **env,
-    )
-    return subprocess.run(
-        ["bash", str(INSTALL)],
-        check=False,
-        cwd=ROOT,
-        env=full,
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> pathlib.Path:
+    """``pip install --no-deps --target`` of a copy of the repository's source tree,
+    ``solutions/`` included (as a ``git+`` URL would have it)."""
+    tmp = tmp_path_factory.mktemp("install")
+    src = tmp / "src"
+    src.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for name in ("ptlm_lite", "solutions"):
+        shutil.copytree(ROOT / name, src / name, ignore=ignore)
+    site = tmp / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation"]
+        + ["--no-index", "--quiet", "--target", str(site), str(src)],
         capture_output=True,
         text=True,
-        timeout=120,
+        cwd=tmp,
     )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (site / "ptlm_lite" / "__init__.py").exists()
+    return site
 
 
-def fake_python(tmp_path) -> pathlib.Path:
-    """A Python without torch whose pip refuses as Debian's does and logs each call."""
-    (tmp_path / "refusal.txt").write_text(REFUSAL, encoding="utf-8")
-    script = tmp_path / "python3"
-    script.write_text(
-        "#!/usr/bin/env bash\n"
-        'if [[ "$1 $2" == "-m pip" ]]; then\n'
-        f'  echo "$*" >> "{tmp_path}/pip-calls"\n'
-        f'  cat "{tmp_path}/refusal.txt" >&2\n'
-        "  exit 1\n"
-        "fi\n"
-        'if [[ "$1" == "-c" && "$2" == "import torch" ]]; then exit 1; fi\n'
-        f'exec "{sys.executable}" "$@"\n'
+def _texts(site: pathlib.Path):
+    for f in site.rglob("*"):
+        if f.is_file() and f.suffix in (".py", ".json", ".txt", ".md", ".cfg", ""):
+            yield f, f.read_text(encoding="utf-8", errors="replace")
+
+
+def _flat(text: str) -> str:
+    """Lines without their indentation (a function pasted at any depth matches)."""
+    return "\n".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def test_no_solution_is_installed(installed):
+    E.load_all()
+    paths = [f.relative_to(installed).as_posix() for f in installed.rglob("*")]
+    assert not [p for p in paths if "solutions" in p.split("/")], paths
+    assert not [p for p in paths if p.startswith("ptlm_solutions")]
+    # no solution's code: its body (what follows the ``def`` line) is in no file
+    bodies = {}
+    for name in E.EXERCISES:
+        lines = inspect.getsource(E.solution(name)).splitlines()
+        bodies[name] = _flat("\n".join(lines[1:]))
+    leaks = [
+        (f.relative_to(installed).as_posix(), name)
+        for f, text in _texts(installed)
+        for name, body in bodies.items()
+        if body in _flat(text)
+    ]
+    assert not leaks, f"solutions in the installed package: {leaks[:5]}"
+
+
+def test_no_plain_answer_key_is_installed(installed):
+    E.load_all()
+    texts = dict(_texts(installed))
+    assert (installed / "ptlm_lite/exercise_sets/sealed.json").exists()
+    for f, text in texts.items():
+        assert "ANSWERS = {" not in text and "EXPLANATIONS = {" not in text, f
+    for name in E.QUESTIONS:
+        why = E.explanation(name)
+        right = E.answer(name)
+        assert why and right
+        # the explanation (which gives the answer away) is in no installed file
+        assert not any(why[:60] in t for t in texts.values()), name
+    # the keys hold a salt and a hash per question, not the answer
+    keys = json.loads((installed / "ptlm_lite/exercise_sets/sealed.json").read_text())
+    assert set(keys) == set(E.QUESTIONS)
+    assert all(set(k) <= {"salt", "hash", "why"} for k in keys.values())
+
+
+CHECK = r"""
+import json, os, sys
+import torch
+import ptlm_lite
+from ptlm_lite import exercises as E
+from ptlm_lite.viz._html import register_fonts
+
+site, answers = sys.argv[1], json.loads(sys.argv[2])
+out = {"file": ptlm_lite.__file__, "solution": repr(E.solution("causal mask"))}
+def right_mask(T):
+    i = torch.arange(T)
+    return i[None, :] <= i[:, None]
+def wrong_mask(T):
+    i = torch.arange(T)
+    return i[None, :] < i[:, None]
+out["right"] = E.check("causal mask", right_mask).status
+out["wrong"] = E.check("causal mask", wrong_mask).status
+out["stub"] = E.check("causal mask", ...).status
+asked = {}
+for name, letter in answers.items():
+    wrong = "A" if letter != "A" else "B"
+    r = E.ask(name, letter)
+    asked[name] = [r.status, E.ask(name, wrong).status, bool(r.details.strip())]
+out["ask"] = asked
+try:
+    E.verify()
+    out["verify"] = "ran"
+except ModuleNotFoundError as e:
+    out["verify"] = str(e)
+out["font"] = register_fonts()
+print(json.dumps(out))
+"""
+
+
+def test_the_exercises_check_answers_in_the_installed_copy(installed, tmp_path):
+    E.load_all()
+    answers = {name: E.answer(name) for name in E.QUESTIONS}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PTLM_SOLUTIONS", "PTLM_GRADE_LOG", "PTLM_ASK_LIMIT")
+    }
+    env["PYTHONPATH"] = str(installed)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK, str(installed), json.dumps(answers)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # outside the repository
+        env=env,
     )
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    return script
-
-
-def test_the_refusal_stops_the_install_with_what_to_do(tmp_path):
-    python = fake_python(tmp_path)
-    r = run_install(str(python), tmp_path, command="test.sh")
-    out = r.stdout + r.stderr
-    calls = (tmp_path / "pip-calls").read_text().splitlines()
-    assert r.returncode == 3, out
-    assert len(calls) == 1, f"pip was asked again after refusing: {calls}\n{out}"
-    assert "could not be used" not in out, out
-    for advice in ADVICE:
-        assert advice in out, f"the message lacks {advice!r}:\n{out}"
-    # PYTHON was set, so the advice keeps it pointing at the virtualenv's Python
-    assert "PYTHON=.venv/bin/python bash scripts/test.sh" in out, out
-    assert "Nothing was installed" in out
-
-
-def test_other_pip_failures_still_fall_back(tmp_path):
-    """A CPU index that cannot be reached is not a refusal: the default index is tried
-    (as before), and that failure is pip's own."""
-    if shutil.which("nvidia-smi"):
-        pytest.skip("a GPU machine installs from the default index only (no fallback)")
-    python = fake_python(tmp_path)
-    (tmp_path / "refusal.txt").write_text("ERROR: Could not find a version\n")
-    r = run_install(str(python), tmp_path)
-    out = r.stdout + r.stderr
-    calls = (tmp_path / "pip-calls").read_text().splitlines()
-    assert r.returncode == 1, out
-    assert len(calls) == 2 and "--index-url" in calls[0], calls
-    assert "could not be used" in out and "venv" not in out, out
-
-
-def _managed_python() -> str | None:
-    """The distribution's python3 when it is externally managed and its pip knows it."""
-    for exe in ("/usr/bin/python3",):
-        if not os.path.exists(exe):
-            continue
-        probe = subprocess.run(
-            [
-                exe,
-                "-c",
-                (
-                    "import os, sys, sysconfig; import pip; "
-                    "m = os.path.join(sysconfig.get_path('stdlib'), "
-                    "'EXTERNALLY-MANAGED'); "
-                    "v = tuple(int(x) for x in pip.__version__.split('.')[:2]); "
-                    "sys.exit(0 if os.path.exists(m) and sys.prefix == sys.base_prefix "
-                    "and v >= (23, 0) else 1)"
-                ),
-            ],
-            check=False,
-            capture_output=True,
-        )
-        if probe.returncode == 0:
-            return exe
-    return None
-
-
-def test_the_distributions_own_python(tmp_path):
-    """The real thing where this machine has it (Debian 12's python3 and pip 23): the
-    same message, before anything is downloaded."""
-    exe = _managed_python()
-    if exe is None:
-        pytest.skip("no externally managed system python3 with pip >= 23 here")
-    r = run_install(exe, tmp_path)
-    out = r.stdout + r.stderr
-    assert r.returncode == 3, out
-    assert "externally-managed-environment" in out
-    for advice in ADVICE:
-        assert advice in out, f"the message lacks {advice!r}:\n{out}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["file"].startswith(str(installed)), out["file"]
+    assert out["solution"] == "None"
+    assert (out["right"], out["wrong"], out["stub"]) == (
+        E.RIGHT,
+        E.WRONG,
+        E.NOT_ATTEMPTED,
+    )
+    # every question: the right letter is right and shows its explanation, unsealed
+    # from the package; a wrong one is wrong
+    assert out["ask"] == {n: [E.RIGHT, E.WRONG, True] for n in answers}
+    assert "no solutions/ folder" in out["verify"]
+    assert out["font"] and out["font"].startswith(str(installed))

@@ -85,10 +85,27 @@ def test_stepper_slider_for_many_views_and_labels_in_views():
         [f"<p>{i}</p>" for i in range(12)], labels=[f"step {i}" for i in range(12)]
     )
     ctrl, pages = pages_and_control(box)
-    assert isinstance(ctrl, w.IntSlider) and (ctrl.min, ctrl.max) == (0, 11)
-    assert links_of(ctrl, pages) == [("value", "selected_index")]
-    # a slider shows a number: the view says which
-    assert "step 3" in pages.children[3].value
+    assert isinstance(ctrl, w.SelectionSlider) and len(ctrl.options) == 12
+    assert links_of(ctrl, pages) == [("index", "selected_index")]
+    assert "step 3" in pages.children[3].value  # the view says which, too
+
+
+def test_slider_label_is_the_value_it_selects():
+    """Issue 26: the readout said "3" beside a view titled "τ = 2.0"; a stepper's
+    slider shows the label of the view it selects, at every position."""
+    labels = [f"τ = {t}" for t in (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)]
+    box = viz.stepper([f"<p>{x}</p>" for x in labels], labels, control="slider")
+    ctrl, pages = pages_and_control(box)
+    assert ctrl.readout and "ptlm-slider" in ctrl._dom_classes
+    for i, label in enumerate(labels):
+        ctrl.index = i
+        assert ctrl.label == ctrl.value == label
+        assert label in pages.children[i].value
+    # repeated labels stay distinct (a SelectionSlider needs distinct options)
+    ctrl, _ = pages_and_control(
+        viz.stepper(["a", "b", "c"], ["x", "x", "y"], control="slider")
+    )
+    assert list(ctrl.options) == ["x", "x (2)", "y"]
 
 
 def test_stepper_uses_stack_or_tab():
@@ -394,3 +411,59 @@ def test_diagram_draws_boxes_arrows_and_links_from_text():
         diagram_svg("a\nb", links=[(0, 5, 0, 0)])
     with pytest.raises(ValueError, match="spec must be a non-empty string"):
         diagram_svg("  ")
+
+
+# --- figures that stay legible on a phone, sharp, and rendered by the book (issue 26)
+
+
+def test_a_wide_figure_is_narrowed_until_its_text_fits_a_phone():
+    from ptlm_lite.viz import _html as H
+
+    fig = H.new_figure((7.2, 3.0))  # 720 CSS px at 100 dpi: 10-pt ticks -> 6.6 px
+    axes = fig.subplots(1, 2)
+    for ax in axes:
+        ax.plot([1, 2, 3])
+        ax.set_title("a title")
+    fig.tight_layout()
+    png = H.figure_to_png(fig, dpi=H.BOOK_DPI, scale=H.PIXEL_RATIO)
+    width = H.png_size(png)[0]
+    font = H.png_font_px(png)
+    on_phone = font * min(width / H.PIXEL_RATIO, H.PHONE_PX) / width
+    on_desktop = font / H.PIXEL_RATIO
+    assert on_phone >= H.MIN_LABEL_PX - 0.05 and on_desktop >= H.MIN_LABEL_PX
+    # without fitting, the same figure is too small on a phone (what the book had)
+    fig = H.new_figure((7.2, 3.0))
+    fig.subplots(1, 2)[0].plot([1, 2])
+    png = H.figure_to_png(fig, dpi=H.BOOK_DPI, scale=H.PIXEL_RATIO, fit=False)
+    width, font = H.png_size(png)[0], H.png_font_px(png)
+    assert font * min(width / H.PIXEL_RATIO, H.PHONE_PX) / width < H.MIN_LABEL_PX
+
+
+def test_inline_figures_are_rendered_by_the_book_in_a_kernel(tmp_path):
+    """matplotlib loads its backend on the first figure, and matplotlib-inline then put
+    its own PNG formatter over the book's: inline figures had no font record, 72 dpi.
+    Now every inline figure is the book's: 2x pixels, shown at half (width metadata),
+    its smallest font recorded."""
+    import base64
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from ptlm_lite.viz import _html as H
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import matplotlib.pyplot as plt\nfrom ptlm_lite import viz"
+        ),
+        nbformat.v4.new_code_cell(
+            "fig, ax = plt.subplots(figsize=(4, 2))\nax.plot([1, 2])\nplt.show()"
+        ),
+    ]
+    NotebookClient(nb, kernel_name="python3", timeout=120).execute()
+    (out,) = [o for o in nb.cells[1].outputs if "image/png" in o.get("data", {})]
+    png = base64.b64decode(out["data"]["image/png"])
+    assert H.png_font_px(png) is not None
+    width = out["metadata"]["image/png"]["width"]
+    assert width == round(H.png_size(png)[0] / H.PIXEL_RATIO)
+    assert 4 * H.BOOK_DPI * 0.8 < width <= 4 * H.BOOK_DPI  # tight bbox, 100 dpi

@@ -1,5 +1,5 @@
 """Exercises and questions of ``chapters/bert.ipynb``: BERT's 80/10/10 replacement and
-the best answer span. Solutions: ``ptlm_lite/solutions/bert.py``.
+the best answer span. Solutions: ``solutions/bert.py``.
 """
 
 from __future__ import annotations
@@ -98,5 +98,4 @@ register_question(
         "them from.",
         "Random and unchanged tokens make next-sentence prediction harder to learn.",
     ],
-    0,
 )

@@ -1,5 +1,5 @@
-"""Exercises of ``chapters/bert_wwm.ipynb`` (solutions: ``ptlm_lite/solutions/
-bert_wwm.py``). The checks compare with the package's own :mod:`ptlm_lite.wwm`.
+"""Exercises of ``chapters/bert_wwm.ipynb`` (solutions: ``solutions/bert_wwm.py``).
+The checks compare with the package's own :mod:`ptlm_lite.wwm`.
 """
 
 from __future__ import annotations
@@ -80,7 +80,6 @@ register_question(
         "Each masked word is predicted as one token from a vocabulary of words.",
         "It masks 15% of the characters as before, but never a word's first character.",
     ],
-    1,
 )
 register_question(
     "which 15% to fix",
@@ -94,5 +93,4 @@ register_question(
         "A budget of pieces would hide more than 15% of the pieces in every pair.",
         "Google's rule can never hide a word of one piece.",
     ],
-    1,
 )

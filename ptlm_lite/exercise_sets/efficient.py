@@ -1,6 +1,6 @@
 """Exercises of ``chapters/efficient.ipynb``: a sliding-window mask, blockwise attention
 computed block by block, causal linear attention, and three questions. Solutions:
-``ptlm_lite/solutions/efficient.py``.
+``solutions/efficient.py``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ register_question(
         "Memory but not time: masked scores are computed but never stored.",
         "Time but not memory: the softmax skips masked entries but they are stored.",
     ],
-    1,
 )
 register_question(
     "why Linformer is not causal",
@@ -79,7 +78,6 @@ register_question(
         "The softmax cannot be taken over k projected rows instead of T keys.",
         "It only works when the sequence length is a power of two.",
     ],
-    1,
 )
 register_question(
     "how far a window reaches",
@@ -88,5 +86,4 @@ register_question(
     "answer at position 0. What is the farthest position whose token can change "
     "that answer?",
     ["3", "4", "6", "8"],
-    2,
 )

@@ -1,5 +1,5 @@
-"""Exercises of ``chapters/ernie_baidu.ipynb`` (solutions: ``ptlm_lite/solutions/
-ernie_baidu.py``). The checks compare with the package's own :mod:`ptlm_lite.ernie`.
+"""Exercises of ``chapters/ernie_baidu.ipynb`` (solutions: ``solutions/ernie_baidu.py``).
+The checks compare with the package's own :mod:`ptlm_lite.ernie`.
 """
 
 from __future__ import annotations
@@ -148,7 +148,6 @@ register_question(
         "The name gets an entity embedding of its own, added to the token embeddings.",
         "The hidden pieces are always replaced by [MASK], never by random tokens.",
     ],
-    1,
 )
 register_question(
     "where the dialogue embedding goes",
@@ -162,5 +161,4 @@ register_question(
         "the token and position embeddings.",
         "Into the vocabulary, as two new special tokens written before each turn.",
     ],
-    2,
 )

@@ -1,5 +1,5 @@
 """Exercises and questions of ``chapters/gpt.ipynb``: top-k filtering and the cached
-causal mask. Solutions: ``ptlm_lite/solutions/gpt.py``.
+causal mask. Solutions: ``solutions/gpt.py``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,6 @@ register_question(
         "The fine-tuning tasks are read left to right, so pre-training must match "
         "them.",
     ],
-    2,
 )
 
 register_question(
@@ -62,5 +61,4 @@ register_question(
         "A single sentence has no [delim] token, so GPT's input transformation does "
         "not apply.",
     ],
-    1,
 )

@@ -1,5 +1,5 @@
 """Exercises and questions of ``chapters/gpt2.ipynb``: GPT-2's parameter count and the
-pre-LN sublayer. Solutions: ``ptlm_lite/solutions/gpt2.py``.
+pre-LN sublayer. Solutions: ``solutions/gpt2.py``.
 """
 
 from __future__ import annotations
@@ -62,7 +62,6 @@ register_question(
         "is never normalised.",
         "It moves every LayerNorm into the feed-forward sublayers only.",
     ],
-    2,
 )
 
 register_question(
@@ -78,5 +77,4 @@ register_question(
         "It beats chance (25% for four classes), so zero-shot transfer shows up.",
         "It needs calibration, which is certain to raise its accuracy.",
     ],
-    1,
 )

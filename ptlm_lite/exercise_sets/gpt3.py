@@ -1,5 +1,5 @@
 """Exercises and questions of ``chapters/gpt3.ipynb``: the k-shot prompt and the
-accuracy at the query. Solutions: ``ptlm_lite/solutions/gpt3.py``.
+accuracy at the query. Solutions: ``solutions/gpt3.py``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ register_question(
         "The answer tokens are left out of the loss during training.",
         "The embeddings are frozen, so the answers cannot be stored in them.",
     ],
-    1,
 )
 
 register_question(
@@ -67,5 +66,4 @@ register_question(
         "How many of the mappings the model memorised during training.",
         "Nothing: accuracy above chance at 8 shots is noise.",
     ],
-    1,
 )

@@ -1,5 +1,5 @@
 """Exercises of ``chapters/reformer.ipynb``: the LSH mask of one round, undoing a
-reversible block, and two questions. Solutions: ``ptlm_lite/solutions/reformer.py``.
+reversible block, and two questions. Solutions: ``solutions/reformer.py``.
 """
 
 from __future__ import annotations
@@ -67,7 +67,6 @@ register_question(
         "Because the causal mask already removes the diagonal.",
         "So that each bucket holds an even number of tokens.",
     ],
-    1,
 )
 register_question(
     "what reversible layers cost",
@@ -81,5 +80,4 @@ register_question(
         "forward pass of compute per training step.",
         "The model can no longer use attention, only feed-forward layers.",
     ],
-    2,
 )

@@ -1,5 +1,5 @@
 """Exercises of ``chapters/roberta.ipynb``: RoBERTa's positions, FULL-SENTENCES packing,
-and two questions. Solutions: ``ptlm_lite/solutions/roberta.py``.
+and two questions. Solutions: ``solutions/roberta.py``.
 """
 
 from __future__ import annotations
@@ -85,7 +85,6 @@ register_question(
         "One extra row per segment type, so that A and B are numbered apart.",
         "The table is rounded up to an even size for faster matrix products.",
     ],
-    1,
 )
 register_question(
     "how often a static mask repeats",
@@ -94,5 +93,4 @@ register_question(
     "40 epochs. How many times did the model read each sequence with one and the same "
     "mask?",
     ["Once.", "4 times.", "10 times.", "40 times."],
-    1,
 )

@@ -1,6 +1,4 @@
-"""Exercises of ``chapters/spanbert.ipynb`` (solutions: ``ptlm_lite/solutions/
-spanbert.py``). The checks compare with the package's own :mod:`ptlm_lite.spanbert`.
-"""
+"""Exercises of ``chapters/spanbert.ipynb`` (solutions: ``solutions/spanbert.py``). The checks compare with the package's own :mod:`ptlm_lite.spanbert`."""
 
 from __future__ import annotations
 
@@ -64,5 +62,4 @@ register_question(
         "To tell real text from text with a random span, as next-sentence prediction "
         "did.",
     ],
-    0,
 )

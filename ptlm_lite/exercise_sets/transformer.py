@@ -1,5 +1,5 @@
 """Exercises and questions of ``chapters/transformer.ipynb``: the causal mask and the
-attention weights. Solutions: ``ptlm_lite/solutions/transformer.py``.
+attention weights. Solutions: ``solutions/transformer.py``.
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ register_question(
         "It makes each row of attention weights sum to one, like a distribution.",
         "It stops a query from attending to positions later than its own.",
     ],
-    1,
 )
 
 register_question(
@@ -74,5 +73,4 @@ register_question(
         "The whole true target, the character at t included; only the loss hides it.",
         "Nothing but the encoder's output: the target enters through the loss alone.",
     ],
-    1,
 )

@@ -1,6 +1,6 @@
 """Exercises of ``chapters/transformer_xl.ipynb``: the same-length memory mask, the four
 terms of relative attention, and two questions. Solutions:
-``ptlm_lite/solutions/transformer_xl.py``.
+``solutions/transformer_xl.py``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ register_question(
         "16 × 149 = 2,384 tokens: each layer reaches 149 positions further back.",
         "Arbitrarily far: the memory is recurrent, like an RNN's state.",
     ],
-    2,
 )
 register_question(
     "why detach the memory",
@@ -83,5 +82,4 @@ register_question(
         "The model could see future tokens through the memory.",
         "The relative positions would become absolute ones.",
     ],
-    1,
 )

@@ -1,5 +1,5 @@
 """Exercises and questions of ``chapters/ulmfit.ipynb``: the slanted triangular
-learning rate and the discriminative rates. Solutions: ``ptlm_lite/solutions/ulmfit.py``.
+learning rate and the discriminative rates. Solutions: ``solutions/ulmfit.py``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ register_question(
         "Frozen layers act as dropout, which is what regularises the classifier.",
         "The lower layers would otherwise get a larger learning rate than the top one.",
     ],
-    1,
 )
 
 register_question(
@@ -55,5 +54,4 @@ register_question(
         "add, and the task cannot show that it helps.",
         "Because a random-weights LSTM cannot represent padding.",
     ],
-    2,
 )

@@ -1,6 +1,6 @@
 """Exercises and questions of ``chapters/word_vectors.ipynb``: word2vec's noise
 distribution, GloVe's weighting and fastText's n-grams. Solutions:
-``ptlm_lite/solutions/word_vectors.py``.
+``solutions/word_vectors.py``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ register_question(
         "such as 'the'.",
         "It removes the words of the current window from the negatives.",
     ],
-    1,
 )
 
 register_question(
@@ -74,5 +73,4 @@ register_question(
         "No vector: words that appear in two kinds of context are dropped from the "
         "vocabulary.",
     ],
-    2,
 )

@@ -1,6 +1,6 @@
 """Exercises of ``chapters/xlnet.ipynb``: the two masks of a factorisation order,
 partial prediction, and a question on the query stream. Solutions:
-``ptlm_lite/solutions/xlnet.py``.
+``solutions/xlnet.py``.
 """
 
 from __future__ import annotations
@@ -51,5 +51,4 @@ register_question(
         "A uniform distribution, because the order is random.",
         "It cannot be computed: a permutation LM needs [MASK] tokens.",
     ],
-    1,
 )

@@ -15,12 +15,16 @@ note`` puts the note in smaller type under the name. Columns side by side (an en
 and a decoder) are blocks separated by a line ``---``; ``links=[(from_col, from_row,
 to_col, to_row, label)]`` draws extra arrows between them (cross-attention). The SVG is
 text in the notebook: it shows the same in a live kernel, in Colab and in the static
-book, needs no Graphviz, and its labels are 13-14 px at any page width up to 680 px.
+book, needs no Graphviz, and its labels are 13-14 px at any page width up to 680 px; on
+a narrower screen it shrinks only until its smallest label is 10 px, then scrolls.
 Every chapter opens with one (issue "Honest experiments", item 8).
 """
 
 from __future__ import annotations
 
+import math
+
+from ._html import MIN_LABEL_PX as MIN_TEXT_PX
 from ._html import esc
 
 __all__ = ["diagram", "diagram_svg"]
@@ -63,9 +67,12 @@ def diagram_svg(spec: str, links=(), title: str | None = None) -> str:
     rows = max(len(c) for c in columns)
     width = 2 * PAD + len(columns) * BOX_W + (len(columns) - 1) * COL_GAP
     height = 2 * PAD + rows * BOX_H + (rows - 1) * GAP
+    # never shrunk below the width at which its smallest text (12) is 10 px: on a phone
+    # the figure scrolls sideways instead (issue 26)
+    least = math.ceil(width * MIN_TEXT_PX / 12)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" '
-        f'style="max-width:100%;height:auto;font-family:sans-serif" role="img" aria-label="{esc(title or "architecture")}">',
+        f'style="max-width:100%;min-width:{least}px;height:auto;font-family:sans-serif" role="img" aria-label="{esc(title or "architecture")}">',
         '<defs><marker id="ptlm-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
     ]
@@ -129,5 +136,5 @@ def diagram(spec: str, links=(), title: str | None = None):
     from IPython.display import HTML
 
     return HTML(
-        f'<figure class="ptlm-diagram" style="margin:0.5em 0">{diagram_svg(spec, links, title)}</figure>'
+        f'<figure class="ptlm-diagram" style="margin:0.5em 0;overflow-x:auto">{diagram_svg(spec, links, title)}</figure>'
     )

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+from ._html import HTML_FONTS as FONTS
 from ._html import esc
 from .stepper import stepper
 
 ON, OFF = "#2f6db5", "#f1f1f1"  # may attend / may not
 _STYLE = (
-    "<style>.ptlm-mask{border-collapse:collapse;font:12px/1.2 sans-serif;margin:4px "
+    "<style>.ptlm-mask{border-collapse:collapse;font:12px/1.2 " + FONTS + ";margin:4px "
     "8px 4px 0}"
     ".ptlm-mask td{width:22px;height:22px;padding:0;border:1px solid #fff}"
     ".ptlm-mask th{font-weight:normal;padding:1px 4px;white-space:nowrap}"
@@ -23,7 +24,7 @@ _STYLE = (
     "th{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left;vertical-align:bottom}"
     ".ptlm-mask tbody th{text-align:right}"
     ".ptlm-mask td.y{background:" + ON + "}.ptlm-mask td.n{background:" + OFF + "}"
-    ".ptlm-legend{font:12px sans-serif;color:#333;margin:2px 0 6px}"
+    ".ptlm-legend{font:12px " + FONTS + ";color:#333;margin:2px 0 6px}"
     ".ptlm-legend "
     "span{display:inline-block;width:12px;height:12px;vertical-align:middle;margin:0 "
     "4px 0 10px}"
@@ -263,7 +264,7 @@ def permutation_explorer(
         label = "\u2192".join(str(i) for i in order)
         steps = " \u2192 ".join(f"{esc(tokens[i])}<sub>{i}</sub>" for i in order)
         body = (
-            f'<div style="font:14px sans-serif;margin:2px 0 6px">factorisation order: {steps}</div>'
+            f'<div style="font:14px {esc(FONTS)};margin:2px 0 6px">factorisation order: {steps}</div>'
             '<div style="display:flex;flex-wrap:wrap;gap:12px">'
             + mask_table_html(
                 content,

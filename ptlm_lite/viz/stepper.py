@@ -5,10 +5,10 @@ Introduced in ``book/widgets.ipynb``; every explorer in this package is a steppe
 Why precompute? The static book has no kernel, so a callback (``interact``, ``observe``)
 never runs there. A link made with ``jslink`` runs in the browser, though, and the
 widget state stored with the notebook keeps every view. So we render all views up front
-and let the browser switch: ``ToggleButtons.index`` (or ``IntSlider.value``) is linked
-to ``Stack.selected_index``. Colab has shipped ipywidgets 7, which has no ``Stack``;
-there we fall back to ``Tab``, which both versions have (its tab bar then doubles as a
-second control).
+and let the browser switch: ``ToggleButtons.index`` (or ``SelectionSlider.index``,
+whose readout is the selected view's label) is linked to ``Stack.selected_index``.
+Colab has shipped ipywidgets 7, which has no ``Stack``; there we fall back to ``Tab``,
+which both versions have (its tab bar then doubles as a second control).
 """
 
 from __future__ import annotations
@@ -18,6 +18,18 @@ from typing import Mapping, Sequence
 from ._html import esc, figure_to_html
 
 STEPPER_CLASS = "ptlm-stepper"  # the browser tests find steppers by this class
+SLIDER_CLASS = "ptlm-slider"  # a stepper's slider: its readout is the view's label
+
+
+def _unique(labels: Sequence[str]) -> list[str]:
+    """``labels`` made distinct (a SelectionSlider needs distinct options): a repeated
+    label gets " (2)", " (3)", ... appended."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return out
 
 
 def to_html(view, dpi: int = 80) -> str:
@@ -131,17 +143,18 @@ def stepper(
         ctrl.index = 0
         w.jslink((ctrl, "index"), (pages, "selected_index"))
     else:
-        ctrl = w.IntSlider(
-            value=0,
-            min=0,
-            max=len(views) - 1,
-            step=1,
+        # The slider's readout is the label of the view it selects ("τ = 2.0", not
+        # "3"): a SelectionSlider over the labels, linked by index (issue 26).
+        ctrl = w.SelectionSlider(
+            options=_unique(labels),
+            index=0,
             description=description,
             continuous_update=True,
             readout=True,
             style={"description_width": "initial"},
         )
-        w.jslink((ctrl, "value"), (pages, "selected_index"))
+        ctrl.add_class(SLIDER_CLASS)
+        w.jslink((ctrl, "index"), (pages, "selected_index"))
     box = w.VBox([ctrl, pages])
     box.add_class(STEPPER_CLASS)
     return box

@@ -173,13 +173,19 @@ FACTS = """() => {
       return null;
     })(),
     // every image: its source, natural width and the width it is shown at (a hidden
-    // stepper view is shown at most as wide as the article)
-    images: Array.from(article.querySelectorAll('img')).map(img => ({
-      src: img.currentSrc || img.src,
-      natural: img.naturalWidth,
-      shown: img.getBoundingClientRect().width
-             || Math.min(img.naturalWidth, article.clientWidth),
-    })),
+    // stepper view: its declared width, at most as wide as the nearest shown box)
+    images: Array.from(article.querySelectorAll('img')).map(img => {
+      let box = img.parentElement;
+      while (box && !box.getBoundingClientRect().width) box = box.parentElement;
+      const declared = parseFloat(img.getAttribute('width')) || parseFloat(img.style.width)
+                       || img.naturalWidth;
+      return {
+        src: img.currentSrc || img.src,
+        natural: img.naturalWidth,
+        shown: img.getBoundingClientRect().width
+               || Math.min(declared, box ? box.getBoundingClientRect().width : article.clientWidth),
+      };
+    }),
     // drawings wider than the article (cut off or scrolled: bertviz, diagrams)
     wideSvg: Array.from(article.querySelectorAll('svg')).filter(svg =>
         svg.getBoundingClientRect().width > article.clientWidth + 1)
@@ -216,12 +222,54 @@ FACTS = """() => {
 }"""
 
 
-def open_page(browser, base_url: str, path: str):
+# Every character the article draws (stepper views not shown included), grouped by the
+# font stack it is drawn with; each is drawn on a canvas in that stack, once the page's
+# web fonts for it have loaded, and compared with a character no font has: the same
+# pixels and width mean a missing-glyph box.
+TOFU = r"""async () => {
+  const article = document.querySelector('article') || document.body;
+  const stacks = new Map();
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!el || el.closest('script, style')) continue;
+    const family = getComputedStyle(el).fontFamily;
+    for (const ch of n.textContent) {
+      const cp = ch.codePointAt(0);
+      if (cp < 0x2E80 || (cp >= 0xFE00 && cp <= 0xFE0F)) continue;  // CJK and beyond
+      if (!stacks.has(family)) stacks.set(family, new Set());
+      stacks.get(family).add(ch);
+    }
+  }
+  const canvas = document.createElement('canvas');
+  canvas.width = 64; canvas.height = 64;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  const draw = (font, ch) => {
+    ctx.clearRect(0, 0, 64, 64); ctx.font = font; ctx.fillStyle = '#000';
+    ctx.fillText(ch, 8, 44);
+    return [ctx.measureText(ch).width, Array.from(ctx.getImageData(0, 0, 64, 64).data).join()];
+  };
+  const boxes = [], checked = [];
+  for (const [family, chars] of stacks) {
+    const font = '32px ' + family, text = Array.from(chars).join('');
+    try { await document.fonts.load(font, text); } catch (e) {}
+    const [w0, px0] = draw(font, '\u{10FFFD}');  // a private-use code point: no glyph
+    for (const ch of chars) {
+      const [w, px] = draw(font, ch);
+      checked.push(ch);
+      if (w === w0 && px === px0) boxes.push({char: ch, family: family});
+    }
+  }
+  return {boxes, checked};
+}"""
+
+
+def open_page(browser, base_url: str, path: str, width: int = 1280):
     """Open ``path`` with every non-local request aborted and counted; wait for the
     widgets.
 
     Returns ``(page, visit)``; the caller closes the page (``page.context.close()``)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     visit = Visit(base_url + path)
 
@@ -269,6 +317,8 @@ def open_page(browser, base_url: str, path: str):
     page.wait_for_timeout(300)  # late errors (fonts, lazy MathJax parts) still count
     visit.seconds = time.perf_counter() - t
     visit.facts = page.evaluate(FACTS)
+    if width == 1280:
+        visit.facts["glyphs"] = page.evaluate(TOFU)
     return page, visit
 
 
@@ -278,6 +328,17 @@ def visits(browser, base_url):
     out = {}
     for path in toc_pages():
         page, visit = open_page(browser, base_url, path)
+        page.context.close()
+        out[path] = visit
+    return out
+
+
+@pytest.fixture(scope="session")
+def phone_visits(browser, base_url):
+    """Each page opened once in a 390-px window (a phone), for what it shows there."""
+    out = {}
+    for path in toc_pages():
+        page, visit = open_page(browser, base_url, path, width=390)
         page.context.close()
         out[path] = visit
     return out

@@ -276,26 +276,30 @@ def _png(src: str, base_url: str) -> bytes:
     return (SITE / path).read_bytes()
 
 
+@pytest.mark.parametrize("width", [1280, 390])
 @pytest.mark.parametrize("path", PAGES)
-def test_figure_labels_are_at_least_10px(visits, base_url, path):
+def test_figure_labels_are_at_least_10px(visits, phone_visits, base_url, path, width):
     """Each figure's PNG records its smallest font size at its own resolution
-    (``ptlm_lite.viz._html.figure_to_png``); scaled by the width the page shows it at
-    (1280 px window), no label may be smaller than 10 px. SVG text (diagrams, bertviz)
-    is measured as drawn.
+    (``ptlm_lite.viz._html.figure_to_png``); scaled by the width the page shows it at,
+    in a 1280-px window and on a 390-px phone, no label may be smaller than 10 CSS px.
+    Every PNG must carry the record (inline figures too: the book's renderer). SVG text
+    (diagrams, bertviz) is measured as drawn.
     """
-    from ptlm_lite.viz._html import png_font_px
+    from ptlm_lite.viz._html import FONT_KEY, png_font_px
 
+    visit = (visits if width == 1280 else phone_visits)[path]
     small, unrecorded = [], []
-    for img in visits[path].facts["images"]:
+    for img in visit.facts["images"]:
         if not img["src"] or not img["natural"]:
             continue
         data = _png(img["src"], base_url)
         if not data.startswith(b"\x89PNG"):
             continue
+        if FONT_KEY.encode() not in data:
+            unrecorded.append(img["src"][-60:])
+            continue
         px = png_font_px(data)
-        if px is None:
-            if b"tEXt" not in data:
-                unrecorded.append(img["src"][:60])
+        if px is None:  # a figure with no text
             continue
         shown = px * min(1.0, img["shown"] / img["natural"])
         if shown < MIN_LABEL_PX - 0.05:
@@ -305,16 +309,31 @@ def test_figure_labels_are_at_least_10px(visits, base_url, path):
             )
     small += [
         f"SVG text {t['text']!r}: {t['px']:.1f} px"
-        for t in visits[path].facts["svgText"]
+        for t in visit.facts["svgText"]
         if t["px"] < MIN_LABEL_PX - 0.05
     ]
-    wide = visits[path].facts["wideSvg"]
+    # on a phone a diagram may scroll sideways rather than shrink below 10 px
+    wide = visit.facts["wideSvg"] if width == 1280 else []
     assert not wide, f"{path}: drawings wider than the text column: {wide} px"
     assert not unrecorded, (
         f"{path}: figures not rendered by the book's renderer (no font record): "
         f"{unrecorded}"
     )
-    assert not small, f"{path}: labels below {MIN_LABEL_PX} px: {small[:8]}"
+    assert not small, (
+        f"{path} at {width} px: labels below {MIN_LABEL_PX} px: {small[:8]}"
+    )
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_glyph_is_a_missing_glyph_box(visits, path):
+    """Every CJK (or rarer) character the page draws, widgets and hidden stepper views
+    included, is drawn from a font that has it: none matches the box drawn for a code
+    point no font has (the book's CJK font: scripts/cjk_font.py, scripts/assets.py)."""
+    glyphs = visits[path].facts["glyphs"]
+    if path == "chapters/xlnet.html":
+        assert set("我爱生活") <= set(glyphs["checked"]), "the XLNet example is gone"
+    boxes = sorted({f"{b['char']} (U+{ord(b['char']):04X})" for b in glyphs["boxes"]})
+    assert not boxes, f"{path}: drawn as missing-glyph boxes: {boxes}"
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -336,6 +355,41 @@ def test_page_fits_a_phone(browser, base_url, site, path):
     finally:
         context.close()
     assert width <= 391, f"{path} is {width} px wide at a 390 px screen: {culprits}"
+
+
+def test_each_slider_shows_the_value_it_selects(browser, base_url, site):
+    """A stepper's slider reads out the label of the view it shows ("τ = 2.0"), not
+    an index ("3"), at every position (issue 26)."""
+    checked = 0
+    for path, _, i, s in each_element(
+        browser, base_url, site, "ptlm-stepper", ".ptlm-stepper"
+    ):
+        if not s.locator(".noUi-handle").count():
+            continue
+        s.scroll_into_view_if_needed()
+        handle = s.locator(".noUi-handle").first
+        seen = []
+        for _ in range(40):
+            readout = s.locator(".widget-readout").first.inner_text().strip()
+            caption = s.evaluate(
+                """el => { const v = Array.from(el.querySelectorAll('.widget-html-content'))
+                             .find(h => h.offsetParent !== null);
+                           const c = v && v.firstElementChild;
+                           return c ? c.innerText.trim() : null; }"""
+            )
+            assert readout == caption, (
+                f"{path}: slider {i} reads {readout!r} beside a view captioned "
+                f"{caption!r}"
+            )
+            if seen and readout == seen[-1]:
+                break  # the last position
+            seen.append(readout)
+            handle.focus()
+            handle.press("ArrowRight")
+            s.page.wait_for_timeout(80)
+        assert len(seen) >= 2, f"{path}: slider {i} did not move"
+        checked += 1
+    assert checked > 0, "no slider found in the book (book/widgets.ipynb has one)"
 
 
 def test_every_chapter_has_a_widget(site):

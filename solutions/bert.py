@@ -6,6 +6,13 @@ gives them defaults from its tokenizer (``mask_id=MASK, vocab_size=tok.vocab_siz
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "why not always [MASK]": "A",
+}
+
 EXPLANATIONS = {
     "why not always [MASK]": (
         "The [MASK] token never appears when the model is fine-tuned or used. If every "

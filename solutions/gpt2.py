@@ -1,5 +1,12 @@
 """Solutions for ``chapters/gpt2.ipynb`` (checked by ``tests/test_exercises.py``)."""
 
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "what pre-LN changes": "C",
+    "a zero-shot score at the majority share": "B",
+}
+
 EXPLANATIONS = {
     "what pre-LN changes": (
         "Post-LN computes norm(x + f(x)): every block normalises the residual stream, "

@@ -4,6 +4,14 @@ and ``tests/test_reformer.py``).
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "why not attend to oneself": "B",
+    "what reversible layers cost": "C",
+}
+
 EXPLANATIONS = {
     "why not attend to oneself": (
         "With shared QK the key of token i is its own query at unit length, so q_i·k_i "

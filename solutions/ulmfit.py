@@ -2,6 +2,13 @@
 
 import math
 
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "why unfreeze gradually": "B",
+    "what random weights show": "C",
+}
+
 EXPLANATIONS = {
     "why unfreeze gradually": (
         "The classifier's head starts from random weights, so its first gradients are "

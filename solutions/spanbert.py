@@ -3,6 +3,13 @@ and ``tests/test_spanbert.py``)."""
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "what the SBO makes the boundary states hold": "A",
+}
+
 EXPLANATIONS = {
     "what the SBO makes the boundary states hold": (
         "The SBO sees nothing of the span but the states of its two outside neighbours "

@@ -4,6 +4,14 @@
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "why 514 positions": "B",
+    "how often a static mask repeats": "B",
+}
+
 EXPLANATIONS = {
     "why 514 positions": (
         "RoBERTa numbers positions as fairseq does: the real tokens of a row get "

@@ -4,6 +4,13 @@
 
 import torch
 
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "why the 3/4 power": "B",
+    "one vector per word": "C",
+}
+
 EXPLANATIONS = {
     "why the 3/4 power": (
         "Raising counts to 3/4 shrinks the gap between frequent and rare words: a word "

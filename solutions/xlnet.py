@@ -4,6 +4,13 @@
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "why a query stream": "B",
+}
+
 EXPLANATIONS = {
     "why a query stream": (
         "h(x_{z<t}) is a function of the tokens already read and of their positions "

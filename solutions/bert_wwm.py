@@ -4,6 +4,14 @@ and ``tests/test_bert_wwm.py``).
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "wwm for Chinese": "B",
+    "which 15% to fix": "B",
+}
+
 EXPLANATIONS = {
     "wwm for Chinese": (
         "Chinese BERT keeps one token per character: a character vocabulary is small "

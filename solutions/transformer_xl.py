@@ -4,6 +4,14 @@
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "longest dependency": "C",
+    "why detach the memory": "B",
+}
+
 EXPLANATIONS = {
     "longest dependency": (
         "Layer n at position t reads layer n - 1 at positions t - 149 .. t, some of "

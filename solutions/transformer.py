@@ -6,6 +6,14 @@ import math
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "why divide by √d": "B",
+    "what teacher forcing feeds": "B",
+}
+
 EXPLANATIONS = {
     "why divide by √d": (
         "If the entries of q and k have mean 0 and variance 1, q·k is a sum of d such "

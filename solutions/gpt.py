@@ -2,6 +2,14 @@
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "why a causal mask": "C",
+    "what a task must need": "B",
+}
+
 EXPLANATIONS = {
     "why a causal mask": (
         "The loss at position t is the log-probability of token t + 1. If position t "

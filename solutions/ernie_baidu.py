@@ -3,6 +3,14 @@ and ``tests/test_ernie_baidu.py``)."""
 
 import torch
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "what entity masking changes": "B",
+    "where the dialogue embedding goes": "C",
+}
+
 EXPLANATIONS = {
     "what entity masking changes": (
         "Each token is still chosen with probability 0.15, so the number of "

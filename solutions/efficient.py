@@ -7,6 +7,15 @@ import math
 import torch
 import torch.nn.functional as F
 
+
+# The right answer of each of the chapter's questions (the package holds only salted
+# hashes of them: scripts/seal_answers.py).
+ANSWERS = {
+    "what a mask saves": "B",
+    "why Linformer is not causal": "B",
+    "how far a window reaches": "C",
+}
+
 EXPLANATIONS = {
     "what a mask saves": (
         "A mask only sets some scores to −∞ before the softmax: the product Q Kᵀ is "
