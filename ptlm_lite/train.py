@@ -202,6 +202,56 @@ def _log_steps(model, desc, planned, steps, batch, hist, device, cast) -> None:
         f.write(json.dumps(line) + "\n")
 
 
+def _number(name, value, low=0.0, strict=False, none=False):
+    """A real number (not a bool, not NaN/inf) >= low (> low if strict), or None."""
+    if value is None and none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(
+            f"{name} must be a number{' or None' if none else ''}, got "
+            f"{type(value).__name__} {value!r}"
+        )
+    if not math.isfinite(value) or value < low or (strict and value == low):
+        raise ValueError(
+            f"{name} must be a finite number {'>' if strict else '>='} {low}"
+            f"{' or None' if none else ''}, got {value!r}"
+        )
+
+
+def _check_settings(lr, clip, weight_decay, betas, warmup) -> None:
+    """train's settings, checked before anything runs: a negative clip would turn
+    training into gradient ascent, an infinite lr into NaN weights."""
+    _number("lr", lr, strict=True)
+    _number("clip", clip, none=True)  # 0 or None: no clipping
+    _number("weight_decay", weight_decay)
+    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
+        raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+    for i, b in enumerate(betas):
+        _number(f"betas[{i}]", b)
+        if b >= 1:
+            raise ValueError(f"betas[{i}] must be in [0, 1), got {b!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(
+            f"warmup must be a non-negative integer number of steps, got {warmup!r}"
+        )
+
+
+def _check_weights(model, steps) -> None:
+    """After the last step: a finite loss can still be followed by an update that
+    makes the weights inf or NaN (the loss is read before the step)."""
+    named = list(model.named_parameters())
+    if not named:
+        return
+    ok = torch.stack([p.detach().isfinite().all() for _, p in named]).tolist()  # 1 sync
+    bad = [n for (n, _), good in zip(named, ok) if not good]
+    if bad:
+        raise FloatingPointError(
+            f"weights became non-finite after step {steps} ({', '.join(bad[:3])}"
+            f"{', ...' if len(bad) > 3 else ''}): lower lr, add warm-up or clip, or "
+            f"check the inputs"
+        )
+
+
 def _default_loss(model, batch):
     out = model(**batch) if isinstance(batch, dict) else model(*batch)
     loss = out.loss if hasattr(out, "loss") else out[1]
@@ -232,7 +282,12 @@ def _param_groups(model, groups, lr, multiplier, weight_decay) -> list[dict]:
         ps = g["params"]
         ps = list(ps.parameters() if isinstance(ps, torch.nn.Module) else ps)
         g_lr = g.get("lr", lr)
-        if not (isinstance(g_lr, (int, float)) and g_lr >= 0 and math.isfinite(g_lr)):
+        if not (
+            isinstance(g_lr, (int, float))
+            and not isinstance(g_lr, bool)
+            and g_lr >= 0
+            and math.isfinite(g_lr)
+        ):
             raise ValueError(
                 f"param_groups[{i}]['lr'] must be a number >= 0, got {g_lr!r}"
             )
@@ -286,7 +341,11 @@ def train(
     step (live plots use it); ``on_step(model=, optimizer=, step=, loss=, history=)``
     too, with the trainer's state (unfreeze a layer, change a group's learning rate).
     Non-finite losses stop training with an error rather than silently producing NaN
-    weights.
+    weights, and so do weights that are not finite after the last step.
+    ``lr`` > 0, ``weight_decay`` >= 0 and ``clip`` >= 0 (0 or None: no clipping) are
+    checked first: finite numbers, not bools. A batch in which no target counts has
+    loss 0 and no gradient (:func:`~ptlm_lite.output.no_loss`): its step changes
+    nothing.
 
     ``param_groups``: a list of ``{"params": a module or parameters, "lr": peak
     learning rate, "schedule": step -> multiplier}`` (``lr`` and ``schedule`` optional:
@@ -316,14 +375,14 @@ def train(
     dropout); the initial weights are fixed where the model is built: ``GPT(config,
     seed=0)``, or :func:`set_seed` before building it.
     """
-    if not isinstance(steps, int) or steps < 1:
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
     planned = steps  # before any cap: what the chapter asks for (PTLM_STEP_LOG)
     if train_steps(steps) < steps:  # PTLM_MAX_STEPS (a crash test): ptlm_lite.runtime
         steps = train_steps(steps)
         warmup = min(warmup, steps - 1)  # a schedule still fits in the capped run
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr!r}")
+    _check_settings(lr=lr, clip=clip, weight_decay=weight_decay, betas=betas,
+                    warmup=warmup)  # fmt: skip
     if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
         raise ValueError(
             f"eval_every must be a positive integer or None, got {eval_every!r}"
@@ -477,6 +536,7 @@ def train(
                     model.to(device).train()
         if bar is not None:
             bar.close()
+        _check_weights(model, steps)
         model.eval()
         hist.seconds = time.perf_counter() - start
         if os.environ.get("PTLM_STEP_LOG"):
