@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
+from .checks import check_count, check_number, check_weights
 from .device import auto_device, autocast_dtype, to_device
 from .runtime import train_steps
 
@@ -202,54 +203,16 @@ def _log_steps(model, desc, planned, steps, batch, hist, device, cast) -> None:
         f.write(json.dumps(line) + "\n")
 
 
-def _number(name, value, low=0.0, strict=False, none=False):
-    """A real number (not a bool, not NaN/inf) >= low (> low if strict), or None."""
-    if value is None and none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(
-            f"{name} must be a number{' or None' if none else ''}, got "
-            f"{type(value).__name__} {value!r}"
-        )
-    if not math.isfinite(value) or value < low or (strict and value == low):
-        raise ValueError(
-            f"{name} must be a finite number {'>' if strict else '>='} {low}"
-            f"{' or None' if none else ''}, got {value!r}"
-        )
-
-
 def _check_settings(lr, clip, weight_decay, betas, warmup) -> None:
-    """train's settings, checked before anything runs: a negative clip would turn
-    training into gradient ascent, an infinite lr into NaN weights."""
-    _number("lr", lr, strict=True)
-    _number("clip", clip, none=True)  # 0 or None: no clipping
-    _number("weight_decay", weight_decay)
+    """A negative clip would make training gradient ascent, an infinite lr NaN."""
+    check_number("lr", lr, strict=True)
+    check_number("clip", clip, none=True)  # 0 or None: no clipping
+    check_number("weight_decay", weight_decay)
     if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
         raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
     for i, b in enumerate(betas):
-        _number(f"betas[{i}]", b)
-        if b >= 1:
-            raise ValueError(f"betas[{i}] must be in [0, 1), got {b!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(
-            f"warmup must be a non-negative integer number of steps, got {warmup!r}"
-        )
-
-
-def _check_weights(model, steps) -> None:
-    """After the last step: a finite loss can still be followed by an update that
-    makes the weights inf or NaN (the loss is read before the step)."""
-    named = list(model.named_parameters())
-    if not named:
-        return
-    ok = torch.stack([p.detach().isfinite().all() for _, p in named]).tolist()  # 1 sync
-    bad = [n for (n, _), good in zip(named, ok) if not good]
-    if bad:
-        raise FloatingPointError(
-            f"weights became non-finite after step {steps} ({', '.join(bad[:3])}"
-            f"{', ...' if len(bad) > 3 else ''}): lower lr, add warm-up or clip, or "
-            f"check the inputs"
-        )
+        check_number(f"betas[{i}]", b, high=1)
+    check_count("warmup", warmup, low=0)
 
 
 def _default_loss(model, batch):
@@ -536,7 +499,7 @@ def train(
                     model.to(device).train()
         if bar is not None:
             bar.close()
-        _check_weights(model, steps)
+        check_weights(model, steps)
         model.eval()
         hist.seconds = time.perf_counter() - start
         if os.environ.get("PTLM_STEP_LOG"):
