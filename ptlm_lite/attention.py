@@ -11,7 +11,8 @@ Two channels carry everything that differs between models:
   ALiBi).
 
 A query row whose mask allows no key at all (XLNet's first-predicted position, a fully
-padded example) gets zero weights and a zero output, never NaN. A NaN or inf in q, k
+padded example) gets zero weights and a zero output, never NaN; so does a row whose
+bias is -inf at every key it may see. A NaN or inf in q, k
 or v (a NaN in the bias) makes that (batch, head)'s whole output NaN, on the fused and
 the written-out path alike (:func:`attention`): a NaN is never hidden.
 
@@ -209,6 +210,11 @@ def attention(
             # do backward; a mask that allows everything is skipped
             scores = scores + torch.where(mask, 0.0, float("-inf")).to(scores.dtype)
         weights = scores.softmax(dim=-1)
+        if bias is not None:
+            # a row whose bias is -inf at every key it may see: zeros, as the fused
+            # kernel gives (and as a row whose mask allows nothing), not 0/0 = NaN
+            dead = scores.amax(-1, keepdim=True) == float("-inf")
+            weights = weights.masked_fill(dead, 0.0)
         if empty_rows is not None:
             weights = weights.masked_fill(empty_rows, 0.0)
         out = fast_dropout(weights, p) @ v  # (B, H, Tq, dh)

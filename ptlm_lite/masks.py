@@ -226,7 +226,10 @@ def draw(mask: torch.Tensor, on: str = "■", off: str = "·") -> str:
     if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
         raise ValueError(
             "mask must be a 2-D (Tq, Tk) tensor to draw, got "
-            + (f"shape {tuple(mask.shape)}" if isinstance(mask, torch.Tensor)
-               else type(mask).__name__)  # fmt: skip
+            + (
+                f"shape {tuple(mask.shape)}"
+                if isinstance(mask, torch.Tensor)
+                else type(mask).__name__
+            )  # fmt: skip
         )
     return "\n".join(" ".join(on if v else off for v in row) for row in mask.tolist())

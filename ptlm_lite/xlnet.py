@@ -177,8 +177,10 @@ class XLNet(Model):
             if content_mask is not None or query_mask is not None:
                 raise ValueError("give order or content_mask/query_mask, not both")
             order = torch.as_tensor(order, device=ids.device)
-            if order.dim() not in (1, 2) or order.shape[-1] != T or (
-                order.dim() == 2 and order.shape[0] != B
+            if (
+                order.dim() not in (1, 2)
+                or order.shape[-1] != T
+                or (order.dim() == 2 and order.shape[0] != B)
             ):
                 raise ValueError(
                     f"order must be (T,) or (B, T) = {(B, T)} (a permutation of "
