@@ -12,9 +12,9 @@ Two channels carry everything that differs between models:
 
 A query row whose mask allows no key at all (XLNet's first-predicted position, a fully
 padded example) gets zero weights and a zero output, never NaN; so does a row whose
-bias is -inf at every key it may see. A NaN or inf in q, k
-or v (a NaN in the bias) makes that (batch, head)'s whole output NaN, on the fused and
-the written-out path alike (:func:`attention`): a NaN is never hidden.
+bias is -inf at every key it may see. A NaN or inf in q, k or v (a NaN or +inf in the
+bias) makes that (batch, head)'s whole output NaN, on the fused and the written-out
+path alike (:func:`attention`): a NaN is never hidden.
 
 Speed (measured in ``benchmarks/bench_train.py``; every trick of the package is in this
 file):
@@ -225,15 +225,17 @@ def attention(
 
 def _poison(out, q, k, v, bias):
     """NaN in every output of a (batch, head) whose q, k or v holds a NaN or inf, or
-    whose bias holds a NaN; ``out`` unchanged (+0.0) elsewhere. The fused kernel and
-    the written-out softmax treat such inputs differently (a NaN query can come out
-    of the fused CPU kernel as zeros; a NaN key behind the mask poisons the written-out
-    rows but not the fused causal ones): with this rule both paths give the same
-    answer on every input, and a NaN is never hidden."""
+    whose bias holds a NaN or +inf; ``out`` unchanged (+0.0) elsewhere. The fused
+    kernel and the written-out softmax treat such inputs differently (a NaN query can
+    come out of the fused CPU kernel as zeros; a NaN key behind the mask poisons the
+    written-out rows but not the fused causal ones): with this rule both paths give
+    the same answer on every input, and a NaN is never hidden."""
     bad = (~q.isfinite()).any(-1).any(-1) | (~k.isfinite()).any(-1).any(-1)
     bad = bad | (~v.isfinite()).any(-1).any(-1)  # (B, H)
     if bias is not None:
-        bad = bad | bias.isnan().any(-1).any(-1)  # broadcasts: bias fits (B, H, ...)
+        # -inf in a bias hides a key (a mask); NaN and +inf have no meaning there
+        nonsense = bias.isnan() | bias.isposinf()
+        bad = bad | nonsense.any(-1).any(-1)  # broadcasts: bias fits (B, H, ...)
     poison = torch.where(bad, float("nan"), 0.0).to(out.dtype)
     return out + poison[..., None, None]
 
