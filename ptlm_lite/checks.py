@@ -8,6 +8,7 @@ generated good and bad inputs). Introduced with the trainer in
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 
@@ -15,12 +16,12 @@ __all__ = ["check_number", "check_count", "check_weights"]
 
 
 def check_number(name, value, low=0.0, strict=False, none=False, high=None):
-    """``value`` if it is a real number (not a bool, not NaN or inf) >= ``low`` (>
-    with ``strict``) and < ``high``; None passes with ``none``."""
+    """``value`` if it is a real number (Python's or NumPy's; not a bool, not NaN or
+    inf) >= ``low`` (> with ``strict``) and < ``high``; None passes with ``none``."""
     if value is None and none:
         return None
     orn = " or None" if none else ""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"{name} must be a number{orn}, got {type(value).__name__} {value!r}"
         )
