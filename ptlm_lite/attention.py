@@ -11,7 +11,10 @@ Two channels carry everything that differs between models:
   ALiBi).
 
 A query row whose mask allows no key at all (XLNet's first-predicted position, a fully
-padded example) gets zero weights and a zero output, never NaN.
+padded example) gets zero weights and a zero output, never NaN; so does a row whose
+bias is -inf at every key it may see. A NaN or inf in q, k or v (a NaN or +inf in the
+bias) makes that (batch, head)'s whole output NaN, on the fused and the written-out
+path alike (:func:`attention`): a NaN is never hidden.
 
 Speed (measured in ``benchmarks/bench_train.py``; every trick of the package is in this
 file):
@@ -39,7 +42,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["attention", "MultiHeadAttention", "check_mask", "fast_dropout", "Dropout"]
+__all__ = [
+    "attention", "MultiHeadAttention", "check_mask", "check_bias", "fast_dropout",
+    "Dropout",
+]  # fmt: skip
 
 
 def check_mask(
@@ -172,11 +178,8 @@ def attention(
             # them below.
             empty_rows = ~allowed_any
             mask = mask | empty_rows
-    if bias is not None and bias.dtype == torch.bool:
-        raise TypeError(
-            "bias must be a float tensor added to the logits; pass boolean masks as "
-            "mask="
-        )
+    if bias is not None:
+        check_bias(bias, q.shape[0], q.shape[1], Tq, Tk)
 
     p = dropout
     if not return_weights and (p == 0.0 or q.device.type != "cpu"):
@@ -207,12 +210,57 @@ def attention(
             # do backward; a mask that allows everything is skipped
             scores = scores + torch.where(mask, 0.0, float("-inf")).to(scores.dtype)
         weights = scores.softmax(dim=-1)
+        if bias is not None:
+            # a row whose bias is -inf at every key it may see: zeros, as the fused
+            # kernel gives (and as a row whose mask allows nothing), not 0/0 = NaN
+            dead = scores.amax(-1, keepdim=True) == float("-inf")
+            weights = weights.masked_fill(dead, 0.0)
         if empty_rows is not None:
             weights = weights.masked_fill(empty_rows, 0.0)
         out = fast_dropout(weights, p) @ v  # (B, H, Tq, dh)
     if empty_rows is not None:
         out = out.masked_fill(empty_rows, 0.0)
-    return out, weights
+    return _poison(out, q, k, v, bias), weights
+
+
+def _poison(out, q, k, v, bias):
+    """NaN in every output of a (batch, head) whose q, k or v holds a NaN or inf, or
+    whose bias holds a NaN or +inf; ``out`` unchanged (+0.0) elsewhere. The fused
+    kernel and the written-out softmax treat such inputs differently (a NaN query can
+    come out of the fused CPU kernel as zeros; a NaN key behind the mask poisons the
+    written-out rows but not the fused causal ones): with this rule both paths give
+    the same answer on every input, and a NaN is never hidden."""
+    bad = (~q.isfinite()).any(-1).any(-1) | (~k.isfinite()).any(-1).any(-1)
+    bad = bad | (~v.isfinite()).any(-1).any(-1)  # (B, H)
+    if bias is not None:
+        # -inf in a bias hides a key (a mask); NaN and +inf have no meaning there
+        nonsense = bias.isnan() | bias.isposinf()
+        bad = bad | nonsense.any(-1).any(-1)  # broadcasts: bias fits (B, H, ...)
+    poison = torch.where(bad, float("nan"), 0.0).to(out.dtype)
+    return out + poison[..., None, None]
+
+
+def check_bias(bias, B: int, H: int, Tq: int, Tk: int, name: str = "bias") -> None:
+    """A clear error unless ``bias`` is a float tensor that broadcasts to (B, H, Tq,
+    Tk) (a boolean mask belongs in ``mask=``)."""
+    if not isinstance(bias, torch.Tensor) or not bias.is_floating_point():
+        got = bias.dtype if isinstance(bias, torch.Tensor) else type(bias).__name__
+        raise TypeError(
+            f"{name} must be a float tensor added to the logits, broadcastable to "
+            f"(B, H, Tq, Tk) = {(B, H, Tq, Tk)}, got {got}"
+            + ("; pass boolean masks as mask=" if got == torch.bool else "")
+        )
+    try:
+        fits = bias.dim() <= 4 and torch.broadcast_shapes(
+            bias.shape, (B, H, Tq, Tk)
+        ) == (B, H, Tq, Tk)
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{name} of shape {tuple(bias.shape)} does not broadcast to (B, H, Tq, Tk) "
+            f"= {(B, H, Tq, Tk)}"
+        )
 
 
 class MultiHeadAttention(nn.Module):

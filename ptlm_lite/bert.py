@@ -36,7 +36,7 @@ from torch import nn
 from . import masks
 from .config import PRESETS, Config, register_preset
 from .layers import ACTIVATIONS, Embeddings, init_weights
-from .output import IGNORE, Output, cross_entropy
+from .output import IGNORE, Output, check_targets, cross_entropy
 from .stack import Model, Stack
 
 __all__ = [
@@ -235,6 +235,13 @@ class BertForPreTraining(Model):
         nsp_labels=None,
         return_attention=False,
     ) -> Output:
+        if targets is not None:
+            check_targets(targets, self.config.vocab_size)
+            if targets.shape != getattr(ids, "shape", None):
+                raise ValueError(
+                    f"targets must have the shape of ids "
+                    f"{tuple(getattr(ids, 'shape', ()))}, got {tuple(targets.shape)}"
+                )
         hidden, pooled, attentions = self.bert(
             ids, segments, valid, return_attention=return_attention
         )

@@ -31,6 +31,7 @@ and ELECTRA chapters.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -87,6 +88,36 @@ def check_generator(generator):
         )
 
 
+def _index(name: str, value, what: str) -> int:
+    """``value`` as an int (ints, NumPy ints, 0-d integer tensors; no bools, no
+    floats), or a TypeError naming ``name``."""
+    if isinstance(value, bool) or (
+        isinstance(value, torch.Tensor) and value.dtype == torch.bool
+    ):
+        raise TypeError(f"{name} must be {what}, got the bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be {what}, got {type(value).__name__} {value!r}"
+        ) from None
+
+
+def check_vocab_size(vocab_size) -> int:
+    v = _index("vocab_size", vocab_size, "a positive integer")
+    if v < 1:
+        raise ValueError(f"vocab_size must be a positive integer, got {vocab_size!r}")
+    return v
+
+
+def check_token_id(name: str, value, vocab_size: int) -> int:
+    """A clear error unless ``value`` is an integer token id in [0, vocab_size)."""
+    value = _index(name, value, "an integer token id")
+    if not 0 <= value < vocab_size:
+        raise ValueError(f"{name} must be in [0, vocab_size={vocab_size}), got {value}")
+    return value
+
+
 def check_corruption_ids(ids, vocab_size=None) -> torch.Tensor:
     if (
         not isinstance(ids, torch.Tensor)
@@ -132,7 +163,7 @@ def select_tokens(
     ``maskable``: ``(B, T)`` bool. Returns ``(B, T)`` bool, a subset of ``maskable``.
     """
     check_generator(generator)
-    if not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
         raise ValueError(f"p (the masking probability) must be in [0, 1], got {p!r}")
     if (
         not isinstance(maskable, torch.Tensor)
@@ -170,6 +201,7 @@ def replace_selected(
     appears mid-sentence).
     """
     check_generator(generator)
+    check_vocab_size(vocab_size)
     ids = check_corruption_ids(ids, vocab_size)
     if (
         not isinstance(selected, torch.Tensor)
@@ -190,15 +222,22 @@ def replace_selected(
             f"unchanged) "
             f"that sum to 1, got {proportions}"
         )
-    if not 0 <= mask_id < vocab_size:
-        raise ValueError(
-            f"mask_id must be in [0, vocab_size={vocab_size}), got {mask_id!r}"
-        )
-    pool = (
-        torch.arange(vocab_size)
-        if random_ids is None
-        else torch.as_tensor(random_ids, dtype=torch.long)
-    )
+    check_token_id("mask_id", mask_id, vocab_size)
+    if random_ids is None:
+        pool = torch.arange(vocab_size)
+    else:
+        pool = torch.as_tensor(random_ids)
+        if pool.dim() != 1 or pool.dtype not in (torch.int64, torch.int32):
+            raise TypeError(
+                f"random_ids must be a 1-D sequence of integer token ids, got "
+                f"{pool.dtype} of shape {tuple(pool.shape)}"
+            )
+        pool = pool.long()
+        if pool.numel() and (int(pool.min()) < 0 or int(pool.max()) >= vocab_size):
+            raise ValueError(
+                f"random_ids must be in [0, vocab_size={vocab_size}), got values in "
+                f"[{int(pool.min())}, {int(pool.max())}]"
+            )
     if pool.numel() == 0:
         raise ValueError("random_ids must hold at least one token id")
 
@@ -238,6 +277,8 @@ def mlm_mask(
     replacement but choose positions another way (whole words, spans, entities); special
     tokens are never selected either way.
     """
+    check_vocab_size(vocab_size)
+    check_token_id("mask_id", mask_id, vocab_size)
     ids = check_corruption_ids(ids, vocab_size)
     special = sorted(set(int(i) for i in special_ids))
     maskable = can_mask(ids, special)
@@ -304,9 +345,13 @@ def nsp_pairs(
     recipe; the ALBERT chapter argues this makes NSP mostly a topic test).
     """
     check_generator(generator)
-    if not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
-    if not 0.0 <= p_random <= 1.0:
+    if (
+        isinstance(p_random, bool)
+        or not isinstance(p_random, (int, float))
+        or not 0.0 <= p_random <= 1.0
+    ):
         raise ValueError(f"p_random must be in [0, 1], got {p_random!r}")
     with_next = [d for d, doc in enumerate(documents) if len(doc) >= 2]
     if not with_next or len(documents) < 2:

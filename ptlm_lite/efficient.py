@@ -42,10 +42,23 @@ def _int(name, value, low=1):
     return value
 
 
+def _global(n_global, T):
+    """n_global global tokens among T: more than T cannot be (an all-True mask)."""
+    if _int("n_global", n_global, 0) > T:
+        raise ValueError(f"n_global must be in [0, T={T}], got {n_global}")
+    return n_global
+
+
+def _causal(causal):
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    return causal
+
+
 def _offsets(T, causal):  # (T, T) query minus key, and which keys are not in the future
     i = torch.arange(_int("T", T))
     d = i[:, None] - i[None, :]
-    return d, (d >= 0) if causal else torch.ones_like(d, dtype=torch.bool)
+    return d, (d >= 0) if _causal(causal) else torch.ones_like(d, dtype=torch.bool)
 
 
 def local_mask(T: int, window: int, causal: bool = False) -> torch.Tensor:
@@ -119,7 +132,7 @@ def global_mask(T: int, n_global: int, window: int) -> torch.Tensor:
         ■ · ■ ■ ■
         ■ · · ■ ■
     """
-    g = torch.arange(_int("T", T)) < _int("n_global", n_global, 0)
+    g = torch.arange(_int("T", T)) < _global(n_global, T)
     return local_mask(T, window) | g[:, None] | g[None, :]
 
 
@@ -132,6 +145,12 @@ def lsh_buckets(x: torch.Tensor, n_buckets: int, generator: torch.Generator):
         raise ValueError(f"n_buckets must be even, got {n_buckets}")
     from .reformer import hash_buckets  # the one LSH function: one head, one round
 
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or not x.is_floating_point():
+        raise ValueError(
+            "x must be a float tensor (..., T, d), got "
+            + (f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor)
+               else type(x).__name__)
+        )  # fmt: skip
     *lead, T, d = x.shape
     return hash_buckets(x.reshape(-1, 1, T, d), n_buckets, 1, generator).reshape(
         *lead, T
@@ -148,8 +167,18 @@ def bucket_mask(buckets: torch.Tensor, causal: bool = False) -> torch.Tensor:
         · ■ · ■ ■
         · ■ · ■ ■
     """
-    if not isinstance(buckets, torch.Tensor) or buckets.dim() != 1:
-        raise ValueError("buckets must be a 1-D tensor of bucket ids, one per token")
+    if (
+        not isinstance(buckets, torch.Tensor)
+        or buckets.dim() != 1
+        or buckets.dtype not in (torch.int64, torch.int32)
+        or not len(buckets)
+    ):
+        raise ValueError(
+            "buckets must be a non-empty 1-D integer tensor of bucket ids, one per "
+            "token, got "
+            + (f"{buckets.dtype} of shape {tuple(buckets.shape)}"
+               if isinstance(buckets, torch.Tensor) else type(buckets).__name__)
+        )  # fmt: skip
     return _offsets(len(buckets), causal)[1] & (buckets[:, None] == buckets[None, :])
 
 
@@ -185,7 +214,8 @@ def local_attention(q, k, v, window: int, causal: bool = False, n_global: int = 
     """:func:`local_mask` (with ``n_global``, :func:`global_mask`) by chunks of
     ``window`` queries, each reading its own chunk, its neighbours and the global keys:
     O(T·(window + n_global)) instead of O(T²). q, k, v: (B, H, T, d)."""
-    T, w, g = _length(q, k, v), _int("window", window), _int("n_global", n_global, 0)
+    T, w = _length(q, k, v), _int("window", window)
+    g = _global(n_global, T)
     if g and causal:
         raise ValueError("global tokens see the whole sequence: causal must be False")
     qc, kc, vc = (_chunks(t, w) for t in (q, k, v))  # (B, H, n, w, d)

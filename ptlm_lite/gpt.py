@@ -39,7 +39,8 @@ from torch import nn
 from . import masks
 from .config import Config, preset, register_preset
 from .generate import generate
-from .layers import Embeddings, init_weights
+from .attention import check_mask
+from .layers import Embeddings, check_ids, init_weights
 from .output import IGNORE, Output, cross_entropy
 from .stack import Model, Stack
 
@@ -176,7 +177,25 @@ class GPT(Model):
         return_attention=False,
         return_hidden=False,
     ) -> Output:
+        check_ids(ids, self.config.vocab_size)
+        if cache is not None and (
+            not isinstance(cache, list)
+            or len(cache) != self.config.n_layer
+            or not all(isinstance(c, dict) for c in cache)
+        ):
+            raise ValueError(
+                f"cache must be a list of {self.config.n_layer} dicts (model."
+                f"new_cache()), got {type(cache).__name__}"
+                + (f" of {len(cache)}" if isinstance(cache, list) else "")
+            )
         past = self.cache_len(cache)
+        if cache is not None and past and cache[0]["k"].shape[0] != ids.shape[0]:
+            raise ValueError(
+                f"ids: batch size {ids.shape[0]} differs from the cache's "
+                f"({cache[0]['k'].shape[0]}): start a new one with model.new_cache()"
+            )
+        if mask is not None:
+            check_mask(mask, ids.shape[1], past + ids.shape[1])
         # (B, T, D); positions past..past+T-1
         x = self.embed(ids, offset=past)
         # the default: left to right

@@ -89,6 +89,10 @@ def check_ids(ids, vocab_size: int, name: str = "ids") -> None:
                 else type(ids).__name__
             )
         )
+    if ids.shape[1] < 1:
+        raise ValueError(
+            f"{name} must have at least one position, got shape {tuple(ids.shape)}"
+        )
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
         raise ValueError(
             f"{name} must be in [0, vocab_size={vocab_size}), got values in "
@@ -151,12 +155,21 @@ class Embeddings(nn.Module):
         if self.seg is not None:
             if segments is None:
                 segments = torch.zeros_like(ids)
-            elif segments.shape != ids.shape:
-                raise ValueError(
-                    f"segments must have the shape of ids {tuple(ids.shape)}, got "
-                    f"{tuple(segments.shape)}"
-                )
             elif (
+                not isinstance(segments, torch.Tensor)
+                or segments.dtype not in (torch.int64, torch.int32)
+                or segments.shape != ids.shape
+            ):
+                raise ValueError(
+                    f"segments must be an integer tensor of the shape of ids "
+                    f"{tuple(ids.shape)}, got "
+                    + (
+                        f"{segments.dtype} {tuple(segments.shape)}"
+                        if isinstance(segments, torch.Tensor)
+                        else type(segments).__name__
+                    )
+                )
+            elif segments.numel() and (
                 int(segments.min()) < 0 or int(segments.max()) >= self.config.n_segment
             ):
                 raise ValueError(

@@ -53,7 +53,7 @@ def causal_mask(T: int, memory: int = 0, device=None) -> torch.Tensor:
     Returns a ``(T, memory + T)`` bool tensor.
     """
     _check_len("T", T)
-    if not isinstance(memory, int) or memory < 0:
+    if isinstance(memory, bool) or not isinstance(memory, int) or memory < 0:
         raise ValueError(f"memory must be a non-negative integer, got {memory!r}")
     q = torch.arange(T, device=device)[:, None]
     k = torch.arange(memory + T, device=device)[None, :]
@@ -136,7 +136,7 @@ def prefix_mask(T: int, prefix: int, device=None) -> torch.Tensor:
         ■ ■ ■ ■ ■
     """
     _check_len("T", T)
-    if not isinstance(prefix, int) or not 0 <= prefix <= T:
+    if isinstance(prefix, bool) or not isinstance(prefix, int) or not 0 <= prefix <= T:
         raise ValueError(f"prefix must be an integer in [0, T={T}], got {prefix!r}")
     m = causal_mask(T, device=device)  # the target part stays left-to-right ...
     m[:, :prefix] = True  # ... and everyone sees the whole prefix
@@ -205,19 +205,31 @@ def combine(*masks: torch.Tensor) -> torch.Tensor:
         raise ValueError("combine needs at least one mask")
     out = masks[0]
     for m in masks:
-        if m.dtype != torch.bool:
+        if not isinstance(m, torch.Tensor) or m.dtype != torch.bool:
             raise TypeError(
-                f"masks must be bool tensors (True = may attend), got {m.dtype}"
+                "masks must be bool tensors (True = may attend), got "
+                + (str(m.dtype) if isinstance(m, torch.Tensor) else type(m).__name__)
             )
     for m in masks[1:]:
-        out = out & m
+        try:
+            out = out & m
+        except RuntimeError:
+            raise ValueError(
+                f"masks of shapes {[tuple(m.shape) for m in masks]} do not broadcast "
+                f"together"
+            ) from None
     return out
 
 
 def draw(mask: torch.Tensor, on: str = "■", off: str = "·") -> str:
     """The text picture of a ``(Tq, Tk)`` mask used in the docstrings above."""
-    if mask.dim() != 2:
+    if not isinstance(mask, torch.Tensor) or mask.dim() != 2:
         raise ValueError(
-            f"draw needs a 2-D (Tq, Tk) mask, got shape {tuple(mask.shape)}"
+            "mask must be a 2-D (Tq, Tk) tensor to draw, got "
+            + (
+                f"shape {tuple(mask.shape)}"
+                if isinstance(mask, torch.Tensor)
+                else type(mask).__name__
+            )  # fmt: skip
         )
     return "\n".join(" ".join(on if v else off for v in row) for row in mask.tolist())

@@ -7,7 +7,9 @@
   ``ignore_index``.
 * :func:`cross_entropy`: the loss every model uses, with targets checked so that an id
   outside the vocabulary is a clear error (not a bare ``IndexError`` from deep inside
-  torch).
+  torch). A loss over targets that are all IGNORE (no target counts) is 0 with no
+  gradient, never NaN: the one rule for every loss of the package (a batch whose
+  corruption selected nothing trains nothing).
 
 Introduced in ``chapters/transformer.ipynb``.
 """
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-__all__ = ["Output", "IGNORE", "cross_entropy", "check_targets"]
+__all__ = ["Output", "IGNORE", "cross_entropy", "check_targets", "no_loss"]
 
 IGNORE = -100  # targets equal to this do not count towards the loss
 
@@ -84,12 +86,29 @@ def check_targets(targets: torch.Tensor, n_classes: int, name: str = "targets") 
         )
 
 
+def no_loss(like: torch.Tensor) -> torch.Tensor:
+    """The loss of a batch in which no target counts: a 0-d zero on ``like``'s device,
+    with no gradient to any weight (``backward()`` works and changes nothing; AdamW
+    skips the step for weights without a gradient)."""
+    return torch.zeros((), device=like.device).requires_grad_(like.requires_grad)
+
+
 def cross_entropy(
     logits: torch.Tensor, targets: torch.Tensor, name: str = "targets", **kw
 ) -> torch.Tensor:
     """``F.cross_entropy`` over the last dimension of ``logits`` ((..., V) against
-    (...)), ignoring :data:`IGNORE`, with ``targets`` checked first.
+    (...)), ignoring :data:`IGNORE`, with ``targets`` checked first. When no target
+    counts (all are IGNORE, or there are none) the mean is 0 with no gradient
+    (:func:`no_loss`), not PyTorch's NaN.
     """
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        raise TypeError(
+            "logits must be a float tensor (..., n_classes), got "
+            + (str(logits.dtype) if isinstance(logits, torch.Tensor) else
+               type(logits).__name__)
+        )  # fmt: skip
+    if not isinstance(targets, torch.Tensor):
+        check_targets(targets, 0, name)  # the TypeError naming the argument
     if targets.shape != logits.shape[:-1]:
         raise ValueError(
             f"{name} must have shape {tuple(logits.shape[:-1])} (the logits without "
@@ -97,6 +116,8 @@ def cross_entropy(
             f"dimension), got {tuple(targets.shape)}"
         )
     check_targets(targets, logits.shape[-1], name)
+    if kw.get("reduction", "mean") == "mean" and not bool((targets != IGNORE).any()):
+        return no_loss(logits)
     return F.cross_entropy(
         logits.reshape(-1, logits.shape[-1]),
         targets.reshape(-1),

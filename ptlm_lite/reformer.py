@@ -38,9 +38,9 @@ import torch
 from torch import nn
 
 from . import masks
-from .attention import MultiHeadAttention, attention
+from .attention import MultiHeadAttention, attention, check_mask, check_qkv
 from .config import Config, register_preset
-from .layers import Embeddings, FeedForward, init_weights
+from .layers import Embeddings, FeedForward, check_ids, init_weights
 from .output import Output, cross_entropy
 from .stack import Model, Stack
 
@@ -91,10 +91,41 @@ register_preset(
 )  # fmt: skip
 
 
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _check_buckets(buckets, dims=(2, 3, 4)):
+    if (
+        not isinstance(buckets, torch.Tensor)
+        or buckets.dtype not in (torch.int64, torch.int32)
+        or buckets.dim() not in dims
+        or not buckets.shape[-1]
+    ):
+        raise ValueError(
+            f"buckets must be an integer tensor of bucket ids with {dims} dimensions, "
+            "the last one T >= 1, got "
+            + (f"{buckets.dtype} of shape {tuple(buckets.shape)}"
+               if isinstance(buckets, torch.Tensor) else type(buckets).__name__)
+        )  # fmt: skip
+
+
 def hash_buckets(x, n_buckets: int, n_hashes: int, generator=None) -> torch.Tensor:
     """Angular LSH, one random rotation R (d, n_buckets/2) per head and round:
     h(x) = argmax([xR ; −xR]). Vectors at a small angle tend to share a bucket.
     ``x`` (B, H, T, d) -> (B, H, n_hashes, T); one bucket: all zeros."""
+    _positive("n_buckets", n_buckets)
+    _positive("n_hashes", n_hashes)
+    if n_buckets > 1 and n_buckets % 2:
+        raise ValueError(f"n_buckets must be 1 or even, got {n_buckets}")
+    if not isinstance(x, torch.Tensor) or x.dim() != 4 or not x.is_floating_point():
+        raise ValueError(
+            "x must be a float tensor (B, H, T, d), got "
+            + (f"{x.dtype} of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor)
+               else type(x).__name__)
+        )  # fmt: skip
     B, H, T, d = x.shape
     if n_buckets == 1:
         return torch.zeros(B, H, n_hashes, T, dtype=torch.long, device=x.device)
@@ -107,7 +138,11 @@ def hash_buckets(x, n_buckets: int, n_hashes: int, generator=None) -> torch.Tens
 def lsh_counts(buckets: torch.Tensor, chunk: int, mask=None) -> torch.Tensor:
     """N_ij: in how many rounds query i may attend to key j. ``buckets`` (..., R, T);
     ``mask`` (T, T), e.g. causal, applies first. Returns (..., T, T) floats."""
+    _check_buckets(buckets)
+    _positive("chunk", chunk)
     T = buckets.shape[-1]
+    if mask is not None:
+        mask = check_mask(mask, T, T)[..., None, :, :]  # (..., 1 round, T, T)
     pos = torch.arange(T, device=buckets.device)
     order = (buckets * T + pos).argsort(-1)  # sort by bucket, then by position
     c = order.argsort(-1) // chunk  # (..., R, T): each token's chunk after sorting
@@ -143,7 +178,15 @@ def lsh_attention(q, k, v, buckets, chunk: int, causal: bool = False):
     """One round of :func:`lsh_mask` attention in its sorted, chunked form: sort by
     bucket, cut into T/m chunks of m queries, attend to 2m keys each: O(T·m) memory.
     q, k, v (B, H, T, d); buckets (B, H, T); T a multiple of ``chunk``."""
+    check_qkv(q, k, v)
+    _positive("chunk", chunk)
+    _check_buckets(buckets, dims=(3,))
     H, T = q.shape[1:3]
+    if buckets.shape != q.shape[:3] or k.shape[2] != T:
+        raise ValueError(
+            f"buckets must be (B, H, T) = {tuple(q.shape[:3])} and k, v have T={T} "
+            f"positions, got buckets {tuple(buckets.shape)}, k {tuple(k.shape)}"
+        )
     if T % chunk:
         raise ValueError(f"T={T} must be a multiple of chunk={chunk}")
     order = (buckets * T + torch.arange(T, device=q.device)).argsort(-1)  # (B, H, T)
@@ -183,6 +226,10 @@ class LSHAttention(MultiHeadAttention):
                  n_hashes=2, chunk=32, hash_seed=-1):  # fmt: skip
         super().__init__(d_model, n_head, dropout, bias)
         self.qkv = nn.Linear(d_model, 2 * d_model, bias=bias)  # W_QK ; W_V
+        if n_buckets > 1 and _positive("n_buckets", n_buckets) % 2:
+            raise ValueError(f"n_buckets must be 1 or even, got {n_buckets}")
+        _positive("n_hashes", n_hashes)
+        _positive("chunk", chunk)
         self.n_buckets, self.n_hashes, self.chunk = n_buckets, n_hashes, chunk
         self.hash_seed = hash_seed
 
@@ -307,6 +354,9 @@ class Reformer(Model):
         self.apply(init_weights)  # the book's one initialiser: N(0, 0.02)
 
     def forward(self, ids, targets=None, mask=None, return_attention=False) -> Output:
+        check_ids(ids, self.config.vocab_size)
+        if mask is not None:
+            check_mask(mask, ids.shape[1], ids.shape[1])
         x = self.embed(ids)
         x = torch.cat([x, x], dim=-1)  # X₁ = X₂ = the embeddings
         if mask is None:

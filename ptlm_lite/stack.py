@@ -33,7 +33,7 @@ from .config import Config
 from .layers import Block, FeedForward
 from .output import Output
 
-__all__ = ["Stack", "Memory", "Model"]
+__all__ = ["Stack", "Memory", "Model", "check_memory"]
 
 
 class Memory:
@@ -67,6 +67,25 @@ class Memory:
         if self.states is not None:
             new = [torch.cat([m, h], dim=1) for m, h in zip(self.states, new)]
         self.states = [h[:, -self.mem_len :] for h in new]
+
+
+def check_memory(memory, ids, name: str = "memory") -> int:
+    """The length of ``memory`` (None: 0), or a clear error unless it is a
+    :class:`Memory` whose states have the batch size of ``ids`` (B, T)."""
+    if memory is None:
+        return 0
+    if not isinstance(memory, Memory):
+        raise TypeError(
+            f"{name} must be a Memory (model.new_memory()) or None, got "
+            f"{type(memory).__name__}"
+        )
+    if len(memory) and memory[0].shape[0] != ids.shape[0]:
+        raise ValueError(
+            f"ids: batch size {ids.shape[0]} differs from the {name}'s "
+            f"({memory[0].shape[0]}): a memory belongs to one batch of streams; "
+            f"start a new one with model.new_memory()"
+        )
+    return len(memory)
 
 
 class Stack(nn.Module):

@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
+from .checks import check_count, check_number, check_weights
 from .device import auto_device, autocast_dtype, to_device
 from .runtime import train_steps
 
@@ -202,6 +203,18 @@ def _log_steps(model, desc, planned, steps, batch, hist, device, cast) -> None:
         f.write(json.dumps(line) + "\n")
 
 
+def _check_settings(lr, clip, weight_decay, betas, warmup) -> None:
+    """A negative clip would make training gradient ascent, an infinite lr NaN."""
+    check_number("lr", lr, strict=True)
+    check_number("clip", clip, none=True)  # 0 or None: no clipping
+    check_number("weight_decay", weight_decay)
+    if not (isinstance(betas, (tuple, list)) and len(betas) == 2):
+        raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
+    for i, b in enumerate(betas):
+        check_number(f"betas[{i}]", b, high=1)
+    check_count("warmup", warmup, low=0)
+
+
 def _default_loss(model, batch):
     out = model(**batch) if isinstance(batch, dict) else model(*batch)
     loss = out.loss if hasattr(out, "loss") else out[1]
@@ -232,7 +245,12 @@ def _param_groups(model, groups, lr, multiplier, weight_decay) -> list[dict]:
         ps = g["params"]
         ps = list(ps.parameters() if isinstance(ps, torch.nn.Module) else ps)
         g_lr = g.get("lr", lr)
-        if not (isinstance(g_lr, (int, float)) and g_lr >= 0 and math.isfinite(g_lr)):
+        if not (
+            isinstance(g_lr, (int, float))
+            and not isinstance(g_lr, bool)
+            and g_lr >= 0
+            and math.isfinite(g_lr)
+        ):
             raise ValueError(
                 f"param_groups[{i}]['lr'] must be a number >= 0, got {g_lr!r}"
             )
@@ -286,7 +304,11 @@ def train(
     step (live plots use it); ``on_step(model=, optimizer=, step=, loss=, history=)``
     too, with the trainer's state (unfreeze a layer, change a group's learning rate).
     Non-finite losses stop training with an error rather than silently producing NaN
-    weights.
+    weights, and so do weights that are not finite after the last step.
+    ``lr`` > 0, ``weight_decay`` >= 0 and ``clip`` >= 0 (0 or None: no clipping) are
+    checked first: finite numbers, not bools. A batch in which no target counts has
+    loss 0 and no gradient (:func:`~ptlm_lite.output.no_loss`): its step changes
+    nothing.
 
     ``param_groups``: a list of ``{"params": a module or parameters, "lr": peak
     learning rate, "schedule": step -> multiplier}`` (``lr`` and ``schedule`` optional:
@@ -316,14 +338,14 @@ def train(
     dropout); the initial weights are fixed where the model is built: ``GPT(config,
     seed=0)``, or :func:`set_seed` before building it.
     """
-    if not isinstance(steps, int) or steps < 1:
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
     planned = steps  # before any cap: what the chapter asks for (PTLM_STEP_LOG)
     if train_steps(steps) < steps:  # PTLM_MAX_STEPS (a crash test): ptlm_lite.runtime
         steps = train_steps(steps)
         warmup = min(warmup, steps - 1)  # a schedule still fits in the capped run
-    if not lr > 0:
-        raise ValueError(f"lr must be > 0, got {lr!r}")
+    _check_settings(lr=lr, clip=clip, weight_decay=weight_decay, betas=betas,
+                    warmup=warmup)  # fmt: skip
     if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
         raise ValueError(
             f"eval_every must be a positive integer or None, got {eval_every!r}"
@@ -477,6 +499,7 @@ def train(
                     model.to(device).train()
         if bar is not None:
             bar.close()
+        check_weights(model, steps)
         model.eval()
         hist.seconds = time.perf_counter() - start
         if os.environ.get("PTLM_STEP_LOG"):

@@ -21,8 +21,8 @@ from torch import nn
 
 from . import masks
 from .config import Config
-from .layers import Embeddings
-from .output import IGNORE, Output, check_targets
+from .layers import Embeddings, check_ids
+from .output import IGNORE, Output, check_targets, no_loss
 from .stack import Model, Stack
 
 __all__ = ["Transformer", "label_smoothed_loss"]
@@ -37,11 +37,14 @@ def label_smoothed_loss(logits, targets, eps: float = 0.0, ignore_index: int = I
     With ε = 0.1 the model is never rewarded for pushing p[y] to 1, which the paper
     found hurts perplexity but helps BLEU. Equal to ``F.cross_entropy(...,
     label_smoothing=ε)`` (a test checks). logits: (N, V), targets: (N,); positions equal
-    to ``ignore_index`` do not count.
+    to ``ignore_index`` do not count; when none counts the loss is 0 with no gradient
+    (:func:`~ptlm_lite.output.no_loss`), not NaN.
     """
     check_targets(targets, logits.shape[-1])
-    logp = logits.float().log_softmax(dim=-1)
     keep = targets != ignore_index
+    if not bool(keep.any()):
+        return no_loss(logits)
+    logp = logits.float().log_softmax(dim=-1)
     logp, targets = logp[keep], targets[keep]
     nll = -logp.gather(-1, targets[:, None]).squeeze(-1)
     smooth = -logp.mean(dim=-1)
@@ -131,6 +134,15 @@ class Transformer(Model):
         ``tgt_out`` the target itself, ``IGNORE`` (−100) where it does not count
         (padding).
         """
+        check_ids(src, self.config.vocab_size, "src")
+        check_ids(tgt_in, self.config.vocab_size, "tgt_in")
+        if tgt_in.shape[0] != src.shape[0]:
+            raise ValueError(
+                f"tgt_in must have the batch size of src ({src.shape[0]}), got "
+                f"{tgt_in.shape[0]}"
+            )
+        if tgt_out is not None:
+            check_targets(tgt_out, self.config.vocab_size, "tgt_out")
         memory, src_valid, enc = self.encode(src, return_attention=return_attention)
         logits, dec, cross = self.decode(
             tgt_in, memory, src_valid, return_attention=return_attention
@@ -160,13 +172,31 @@ class Transformer(Model):
         limit).
 
         Returns (B, T) ids without the BOS; positions after an EOS are padded.
+        ``max_new_tokens=None`` decodes up to ``max_len - 1`` tokens; 0 returns an
+        empty (B, 0) tensor (no token asked for, none made).
         """
-        max_new_tokens = max_new_tokens or self.config.max_len - 1
-        if not 1 <= max_new_tokens < self.config.max_len:
+        if max_new_tokens is None:
+            max_new_tokens = self.config.max_len - 1
+        if (
+            isinstance(max_new_tokens, bool)
+            or not isinstance(max_new_tokens, int)
+            or not 0 <= max_new_tokens < self.config.max_len
+        ):
             raise ValueError(
-                f"max_new_tokens must be in [1, max_len={self.config.max_len}), got "
-                f"{max_new_tokens}"
+                f"max_new_tokens must be None or an integer in [0, max_len="
+                f"{self.config.max_len}), got {max_new_tokens!r}"
             )
+        for name, v in (("bos_id", bos_id), ("eos_id", eos_id)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name} must be an int token id, got {v!r}")
+            if not 0 <= v < self.config.vocab_size:
+                raise ValueError(
+                    f"{name} must be in [0, vocab_size={self.config.vocab_size}), "
+                    f"got {v}"
+                )
+        check_ids(src, self.config.vocab_size, "src")
+        if max_new_tokens == 0:
+            return src.new_zeros(src.shape[0], 0)
         memory, src_valid, _ = self.encode(src)
         out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)

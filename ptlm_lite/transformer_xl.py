@@ -40,11 +40,11 @@ import torch
 from torch import nn
 
 from . import masks
-from .attention import Dropout, MultiHeadAttention
+from .attention import Dropout, MultiHeadAttention, check_mask
 from .config import Config, register_preset
 from .layers import check_ids, init_weights, sinusoidal_positions
 from .output import Output, cross_entropy
-from .stack import Memory, Model, Stack
+from .stack import Memory, Model, Stack, check_memory
 
 __all__ = ["XLConfig", "window_mask", "RelativeAttention", "TransformerXL"]
 
@@ -153,13 +153,12 @@ class TransformerXL(Model):
     def hidden(self, ids, memory=None, mask=None, return_attention=False):
         """The final states (B, T, D) of one segment, and the attentions if asked."""
         check_ids(ids, self.config.vocab_size)
-        T, M = ids.shape[1], 0 if memory is None else len(memory)
+        T, M = ids.shape[1], check_memory(memory, ids)
         if T > self.config.max_len:
             raise ValueError(f"ids: segment of {T} > max_len={self.config.max_len}")
-        if memory is not None and M and memory[0].shape[0] != ids.shape[0]:
-            raise ValueError("ids: batch size differs from the memory's")
         if mask is None:
             mask = masks.causal_mask(T, memory=M, device=ids.device)
+        check_mask(mask, T, M + T)
         out = self.blocks(
             self.drop(self.tok(ids)),
             mask=mask,

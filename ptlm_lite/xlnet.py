@@ -32,12 +32,12 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import Dropout
+from .attention import check_mask, Dropout
 from .config import register_preset
 from .layers import Block, check_ids, init_weights
 from .masks import permutation_masks  # XLNet's two masks: the one function, in masks
 from .output import Output, cross_entropy
-from .stack import Memory, Model
+from .stack import Memory, Model, check_memory
 from .transformer_xl import RelativeAttention, XLConfig
 
 __all__ = [
@@ -172,15 +172,29 @@ class XLNet(Model):
         memory=None, two_stream=True, return_attention=False,
     ):  # fmt: skip
         check_ids(ids, self.config.vocab_size)
-        (B, T), M = ids.shape, 0 if memory is None else len(memory)
+        (B, T), M = ids.shape, check_memory(memory, ids)
         if order is not None:
-            if order.shape[-1] != T:
-                raise ValueError(f"order: {order.shape[-1]} positions for {T} ids")
-            content_mask, query_mask = permutation_masks(order.to(ids.device), M)
+            if content_mask is not None or query_mask is not None:
+                raise ValueError("give order or content_mask/query_mask, not both")
+            order = torch.as_tensor(order, device=ids.device)
+            if (
+                order.dim() not in (1, 2)
+                or order.shape[-1] != T
+                or (order.dim() == 2 and order.shape[0] != B)
+            ):
+                raise ValueError(
+                    f"order must be (T,) or (B, T) = {(B, T)} (a permutation of "
+                    f"range({T}) per row), got shape {tuple(order.shape)}"
+                )
+            content_mask, query_mask = permutation_masks(order, M)
         elif content_mask is None:
+            if query_mask is not None:
+                raise ValueError("content_mask: give it with query_mask (or an order)")
             content_mask = query_mask = torch.ones(T, M + T, dtype=torch.bool)
         elif query_mask is None:
             raise ValueError("query_mask: give it with content_mask (or an order)")
+        for name, m in (("content_mask", content_mask), ("query_mask", query_mask)):
+            check_mask(m, T, M + T, name)
         h = self.drop(self.tok(ids))
         g = self.drop(self.mask_emb.expand(B, T, -1)) if two_stream else None
         hidden, attentions = [], []

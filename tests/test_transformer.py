@@ -138,7 +138,7 @@ def test_generate_stops_and_pads():
         (lambda: model()(ids(1, 17), ids(1, 3)), "longer than max_len=16"),
         (
             lambda: model()(ids(1, 3).float(), ids(1, 3)),
-            "ids must be a (B, T) integer tensor",
+            "src must be a (B, T) integer tensor",
         ),
         (
             lambda: model().generate(ids(1, 3), 1, 2, max_new_tokens=40),

@@ -81,8 +81,8 @@ def train_tokenizer(
     if isinstance(texts, str):
         texts = [texts]
     texts = list(texts)
-    for t in texts:
-        check_text(t, "texts[i]")
+    for i, t in enumerate(texts):
+        check_text(t, f"texts[{i}]")
     if not any(t.strip() for t in texts):
         raise ValueError("texts is empty: pass a non-empty list of strings to train on")
     specials = special_tokens(n_sentinels)

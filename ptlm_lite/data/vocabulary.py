@@ -156,8 +156,8 @@ class Tokenizer:
             raise TypeError(
                 f"texts must be a list of strings, got {type(texts).__name__}"
             )
-        for t in texts:
-            check_text(t, "texts[i]")
+        for i, t in enumerate(texts):
+            check_text(t, f"texts[{i}]")
         if self._hf is not None:  # the Rust side batches in parallel
             return [
                 e.ids
@@ -221,8 +221,17 @@ class Tokenizer:
 
 
 def check_text(text, name: str) -> None:
+    """A str that is valid Unicode text: a lone surrogate (half of a UTF-16 pair,
+    e.g. from a badly decoded file) cannot be encoded as UTF-8 and has no token."""
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a str, got {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"{name} holds a lone surrogate {text[e.start]!r} at character {e.start}: "
+            f"it must be valid Unicode text (decode the file with errors='replace')"
+        ) from None
 
 
 def _check_ids(ids, vocab_size: int) -> list[int]:

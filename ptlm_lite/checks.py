@@ -1,0 +1,59 @@
+"""Boundary checks shared by the package: a setting or a count that is wrong raises
+``ValueError`` / ``TypeError`` naming the argument, what it got and what it accepts,
+before any tensor work (``tests/test_properties.py`` tries the public API with
+generated good and bad inputs). Introduced with the trainer in
+``chapters/transformer.ipynb``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import torch
+
+__all__ = ["check_number", "check_count", "check_weights"]
+
+
+def check_number(name, value, low=0.0, strict=False, none=False, high=None):
+    """``value`` if it is a real number (Python's or NumPy's; not a bool, not NaN or
+    inf) >= ``low`` (> with ``strict``) and < ``high``; None passes with ``none``."""
+    if value is None and none:
+        return None
+    orn = " or None" if none else ""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name} must be a number{orn}, got {type(value).__name__} {value!r}"
+        )
+    if (
+        not math.isfinite(value)
+        or value < low
+        or (strict and value == low)
+        or (high is not None and value >= high)
+    ):
+        rng = f"{'>' if strict else '>='} {low}" + (f" and < {high}" if high else "")
+        raise ValueError(f"{name} must be a finite number {rng}{orn}, got {value!r}")
+    return value
+
+
+def check_count(name, value, low=1):
+    """``value`` if it is an int (not a bool: ``True`` is not a count) >= ``low``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def check_weights(model, steps) -> None:
+    """After the last step: a finite loss can still be followed by an update that
+    makes the weights inf or NaN (the loss is read before the step)."""
+    named = list(model.named_parameters())
+    if not named:
+        return
+    ok = torch.stack([p.detach().isfinite().all() for _, p in named]).tolist()  # 1 sync
+    bad = [n for (n, _), good in zip(named, ok) if not good]
+    if bad:
+        raise FloatingPointError(
+            f"weights became non-finite after step {steps} ({', '.join(bad[:3])}"
+            f"{', ...' if len(bad) > 3 else ''}): lower lr, add warm-up or clip, or "
+            f"check the inputs"
+        )
