@@ -157,7 +157,7 @@ def test_timings_page_is_written_from_the_measurements():
 # Chapters that other engineers were editing on 2026-11-26 still say "# NBVAL_CHECK_OUTPUT"
 # in the cell a reader sees; each moves to the tag when it is next edited (issue 26), and
 # the test below then asks for its name to leave this set.
-NBVAL_COMMENTS_PENDING = {"bert", "bert_wwm"}
+NBVAL_COMMENTS_PENDING: set[str] = set()
 NBVAL_COMMENT = re.compile(r"^\s*#\s*(NBVAL|PYTEST_VALIDATE)_\w+", re.M)
 
 
