@@ -12,6 +12,7 @@ import hashlib
 import html
 import io
 import itertools
+import math
 
 _counter = itertools.count()
 
@@ -271,9 +272,14 @@ def figure_to_html(
     if close:
         _close(fig)
     b64 = base64.b64encode(png).decode("ascii")
+    # never shrunk below the width at which its smallest text is MIN_LABEL_PX: on a
+    # narrower screen (a phone) the figure scrolls sideways in its box instead (issue 26)
+    width, px = png_size(png)[0], png_font_px(png)
+    least = min(width, math.ceil(width * MIN_LABEL_PX / px)) if px else 0
     return (
-        f'<img src="data:image/png;base64,{b64}" alt="{esc(alt)}" '
-        f'style="max-width:{max_width};height:auto">'
+        f'<div style="overflow-x:auto"><img src="data:image/png;base64,{b64}" '
+        f'alt="{esc(alt)}" style="max-width:{max_width};min-width:{least}px;'
+        f'height:auto"></div>'
     )
 
 
