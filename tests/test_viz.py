@@ -128,7 +128,9 @@ def test_stepper_embeds_figures_as_small_pngs():
     fig.add_subplot(111).plot([0, 1], [1, 0])
     _, pages = pages_and_control(viz.stepper([fig, "<p>text</p>"]))
     html = pages.children[0].value
-    assert html.startswith('<div style="overflow-x:auto"><img src="data:image/png;base64,')
+    assert html.startswith(
+        '<div style="overflow-x:auto"><img src="data:image/png;base64,'
+    )
     assert len(html) < 30_000
 
 
@@ -241,7 +243,7 @@ def test_attention_heatmaps_one_view_per_layer():
         viz.attention_heatmaps(fake_attentions(L=3), TOKENS)
     )
     assert list(ctrl.options) == ["layer 0", "layer 1", "layer 2"]
-    assert all("<img src=\"data:image/png" in c.value for c in pages.children)
+    assert all('<img src="data:image/png' in c.value for c in pages.children)
     sizes = [len(c.value) for c in pages.children]
     assert max(sizes) < 60_000, sizes
     assert len(set(c.value for c in pages.children)) == 3
