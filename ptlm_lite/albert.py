@@ -229,16 +229,21 @@ def select_ngrams(
     rows, drawn = [], []
     for b, k in enumerate(budget):
         ok, start = maskable[b].tolist(), (word_start[b] & maskable[b]).tolist()
-        sel, count, grams = [False] * len(ok), 0, []
+        anchors = [i for i, s in enumerate(start) if s] or [
+            i for i, o in enumerate(ok) if o
+        ]
+        sel, count, grams, u = [False] * len(ok), 0, [], []
         while count < k:
-            free = [i for i, s in enumerate(start) if s and not sel[i]]
-            u = torch.rand(2, generator=generator).tolist()
-            words = min(bisect.bisect(cdf, u[0]), max_n - 1) + 1  # 1..max_n
-            if not free:  # every word start is hidden: finish inside words
-                free = [i for i, o in enumerate(ok) if o and not sel[i]]
-            i = j = free[int(u[1] * len(free))]
-            left = words
-            while j < len(ok) and ok[j] and count < k:
+            if len(u) < 2:  # uniforms, drawn a row's worth at a time
+                u = torch.rand(2 * k + 8, generator=generator).tolist()
+            words = min(bisect.bisect(cdf, u.pop()), max_n - 1) + 1  # 1..max_n
+            i = anchors[int(u.pop() * len(anchors))]
+            if sel[i]:  # hidden already: draw again (or, if every anchor is, any)
+                if all(sel[a] for a in anchors):
+                    anchors = [a for a, o in enumerate(ok) if o and not sel[a]]
+                continue
+            j, left = i, words
+            while j < len(ok) and ok[j] and count < k:  # n words, or the budget
                 if j > i and start[j]:
                     left -= 1
                     if left == 0:

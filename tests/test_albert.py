@@ -14,7 +14,9 @@ from ptlm_lite.config import Config, preset
 from ptlm_lite.corrupt import Pair, nsp_pairs, pack_pairs
 from ptlm_lite.train import count_parameters
 
-SPECIAL = tuple(range(7))  # as the book's WordPiece: [PAD] 0, [CLS] 2, [SEP] 3, [MASK] 4
+SPECIAL = tuple(
+    range(7)
+)  # as the book's WordPiece: [PAD] 0, [CLS] 2, [SEP] 3, [MASK] 4
 PAD, CLS, SEP, MASK = 0, 2, 3, 4
 V = 200
 

@@ -72,11 +72,15 @@ def albert_batches(tok, *, pairs: str = "sop", **kw) -> Callable:
     return pretraining_batches(tok, pairs=PAIRS[pairs], **kw)
 
 
-def held_out(tok, pairs: str, n_batches: int, batch_size: int, max_len: int) -> list:
-    """``n_batches`` fixed batches of held-out text (the validation plays and
-    ``make_world(1)``), n-gram masked, with ``pairs`` ``"sop"`` or ``"nsp"``. Chapter:
+def held_out(
+    tok, pairs: str, n_batches: int, batch_size: int, max_len: int, **kw
+) -> list:
+    """``n_batches`` fixed batches of held-out text (``make_world(1)``; with
+    ``corpora=("shakespeare", "world")`` the validation plays too), n-gram masked, with
+    ``pairs`` ``"sop"`` or ``"nsp"``. ``kw``: as :func:`albert_batches`. Chapter:
     ``chapters/albert.ipynb``.
     """
+    kw.setdefault("corpora", ("world",))
     get = albert_batches(
         tok,
         pairs=pairs,
@@ -84,6 +88,7 @@ def held_out(tok, pairs: str, n_batches: int, batch_size: int, max_len: int) -> 
         seed=10_007,
         batch_size=batch_size,
         max_len=max_len,
+        **kw,
     )
     return [get(i) for i in range(n_batches)]
 
@@ -97,7 +102,9 @@ def mlm_correct(model, batches) -> torch.Tensor:
     out = []
     for b in batches:
         o = model(b["ids"], b["segments"], b["valid"], targets=b["targets"])
-        out.append((o.logits.argmax(-1) == b["targets"][b["targets"] != IGNORE]).float())
+        out.append(
+            (o.logits.argmax(-1) == b["targets"][b["targets"] != IGNORE]).float()
+        )
     return torch.cat(out)
 
 
