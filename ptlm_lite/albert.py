@@ -1,8 +1,8 @@
-"""ALBERT (Lan et al., 2019): BERT with fewer parameters per layer, and a harder pair task.
+"""ALBERT (Lan et al., 2019): BERT with fewer parameters, and a harder pair task.
 
-    BERT     ids ─► V×D table ───────────► block 1 ─► block 2 ─► ... ─► block L
-    ALBERT   ids ─► V×E table ─► E×D ─────► block ──► block ──► ... ─► block
-                    (E = 128 ≪ D)           └──── one set of weights, L times ───┘
+    BERT    ids ─► V×D table ───────► block 1 ─► block 2 ─► ... ─► block L
+    ALBERT  ids ─► V×E table ─► E×D ─► block ──► block ──► ... ─► block
+                   (E = 128 ≪ D)       └─ one set of weights, L times ─┘
 
 Everything ALBERT changes fits in this file:
 

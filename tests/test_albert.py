@@ -287,3 +287,39 @@ def test_recipe_batches_and_measurements():
 
 def test_config_is_a_config():
     assert isinstance(_cfg(), Config) and _cfg().to_dict()["share"] == "all"
+
+
+# ----------------------------------------------------------------------------------
+# plausible wrong answers to the chapter's exercises (tests/test_exercises.py checks
+# that each is rejected)
+
+
+def _no_bias(V, E, H):
+    return V * E + E * H  # forgets the projection's bias
+
+
+def _always_project(V, E, H):
+    return V * E + E * H + H  # a projection even when E == H
+
+
+def _unfactorised(V, E, H):
+    return V * H  # BERT's table
+
+
+def _uniform(max_n):
+    return torch.full((max_n,), 1.0 / max_n, dtype=torch.float64)
+
+
+def _unnormalised(max_n):
+    return 1.0 / torch.arange(1, max_n + 1, dtype=torch.float64)
+
+
+def _geometric(max_n):
+    w = 0.5 ** torch.arange(max_n, dtype=torch.float64)
+    return w / w.sum()
+
+
+WRONG_ANSWERS = {
+    "factorised embedding parameters": [_no_bias, _always_project, _unfactorised],
+    "n-gram length distribution": [_uniform, _unnormalised, _geometric],
+}

@@ -3,7 +3,7 @@
 
 A renaming of tensors, as for BERT (:mod:`ptlm_lite.hf.bert`), with ALBERT's parts::
 
-    albert.embeddings.{word,position,token_type}_embeddings -> bert.embed.tok / pos / seg
+    albert.embeddings.{word,position,token_type}_embeddings -> bert.embed.tok/pos/seg
     albert.embeddings.LayerNorm                  -> bert.embed.ln   (over E)
     albert.encoder.embedding_hidden_mapping_in   -> bert.embed.up   (E -> D)
     albert.encoder.albert_layer_groups.{g}.albert_layers.0.
@@ -16,8 +16,9 @@ A renaming of tensors, as for BERT (:mod:`ptlm_lite.hf.bert`), with ALBERT's par
 
 Hugging Face shares layers by groups: one group (ALBERT's default) is ``share="all"``,
 ``num_hidden_groups = num_hidden_layers`` is ``share="none"``; other groupings (and
-``inner_group_num > 1``) have no ptlm_lite equivalent and raise. ``tests/test_hf_albert.py``
-checks MLM and SOP logits, with padding. Chapter: ``chapters/albert.ipynb``.
+``inner_group_num > 1``) have no ptlm_lite equivalent and raise.
+``tests/test_hf_albert.py`` checks MLM and SOP logits, with padding. Chapter:
+``chapters/albert.ipynb``.
 """
 
 from __future__ import annotations
