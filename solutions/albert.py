@@ -35,5 +35,5 @@ def my_factorised_embedding_params(V, E, H):
 
 
 def my_ngram_probs(max_n):
-    w = 1.0 / torch.arange(1, max_n + 1, dtype=torch.float64)
-    return w / w.sum()
+    weights = torch.tensor([1.0 / n for n in range(1, max_n + 1)], dtype=torch.float64)
+    return weights / weights.sum()  # P(n) proportional to 1/n
