@@ -159,7 +159,7 @@ def test_schedule_table_matches_the_functions():
 
 
 def test_siatl_explorer_is_a_stepper():
-    from ptlm_lite.viz.schedules import siatl_explorer
+    from ptlm_lite.viz.siatl_views import siatl_explorer
 
     w = siatl_explorer(12, ((1.0, 0.1), (0.5, 0.5)))
     assert "ptlm-stepper" in w._dom_classes
@@ -244,3 +244,53 @@ def test_wrong_answers_are_rejected(name, i):
 
     r = check(name, WRONG_ANSWERS[name][i])
     assert r.status == WRONG, r.message
+
+
+def test_recipe_conditions_and_the_lm_alone():
+    from types import SimpleNamespace
+
+    from ptlm_lite.recipes import siatl as recipe
+    from ptlm_lite.rnn import LSTMClassifier
+
+    task = SimpleNamespace(
+        kind="choice",
+        n_labels=2,
+        test=[
+            {"context": "a b", "endings": ["c", "d e"], "label": 0},
+            {"context": "b", "endings": ["a", "c"], "label": 1},
+        ],
+    )
+    lm = LSTMLM(CFG, seed=0)
+    built = {}
+    make, train_kw = recipe.conditions(task, {"target": lm}, CFG, 9, 0.01, built)
+    assert list(make) == list(recipe.PLANS)
+    models = {name: f(0) for name, f in make.items()}
+    assert type(models["ULMFiT"]) is LSTMClassifier
+    assert isinstance(models["SiATL"], SiATLClassifier)
+    assert torch.equal(models["SiATL"].lm.embed.weight, lm.embed.weight)
+    assert not torch.equal(models["from scratch"].lm.embed.weight, lm.embed.weight)
+    train_kw("SiATL without LM loss", models["SiATL without LM loss"])
+    assert models["SiATL without LM loss"].aux_weight == 0.0
+    train_kw("SiATL", models["SiATL"])
+    assert models["SiATL"].aux_weight == recipe.GAMMA["start"]
+    assert set(built) == set(recipe.PLANS)
+    with pytest.raises(ValueError, match="lms must hold"):
+        recipe.conditions(task, {}, CFG, 9, 0.01)
+
+    # the LM alone: the batched scorer agrees with one sequence at a time
+    tok = SimpleNamespace(encode=lambda text: [ord(ch) % 50 for ch in text.strip()])
+    got = recipe.lm_choice(lm, task, tok)
+    lm.eval()
+    want = []
+    for e in task.test:
+        ctx = tok.encode(" " + e["context"])
+        scores = []
+        for end in e["endings"]:
+            ids = torch.tensor([ctx + tok.encode(" " + end)])
+            logp = lm(ids[:, :-1]).logits[0].log_softmax(-1)
+            t = torch.arange(len(ctx) - 1, ids.shape[1] - 1)
+            scores.append(logp[t, ids[0, t + 1]].mean().item())
+        want.append(int(max(range(2), key=scores.__getitem__) == e["label"]))
+    assert got.tolist() == want
+    with pytest.raises(ValueError, match="split must be"):
+        recipe.lm_choice(lm, task, tok, split="dev")

@@ -9,7 +9,6 @@ Every condition fine-tunes on the same task, batches, steps and seeds through
 * **SiATL without the LM loss**: the same model and unfreezing, γ = 0;
 * **ULMFiT**: ULMFiT's classifier stage on the same LM (discriminative and slanted
   triangular rates, gradual unfreezing, :func:`ptlm_lite.ulmfit.train_options`);
-* **SiATL from the general LM**: the paper's single step, with no target-domain LM;
 * **from scratch**: SiATL's model and recipe from random weights (the control).
 """
 
@@ -24,21 +23,20 @@ from ..rnn import LSTMClassifier, LSTMConfig, LSTMLM
 # weighs as much as the task's at first and a tenth of it at the end)
 GAMMA = dict(start=1.0, end=0.1)
 
-# name: (which LM, which recipe); the LM "target" is ULMFiT's stage 2, "general" its
-# stage 1, None random weights
+# name: (which LM, which recipe); an LM named in ``lms`` ("target": ULMFiT's stage 2;
+# add ("general", "siatl") for the paper's single step from stage 1), None random weights
 PLANS = {
     "SiATL": ("target", "siatl"),
     "SiATL without LM loss": ("target", "no aux"),
     "ULMFiT": ("target", "ulmfit"),
-    "SiATL from the general LM": ("general", "siatl"),
     "from scratch": (None, "siatl"),
 }
 
 
 def conditions(task, lms: dict, config: LSTMConfig, steps: int, lr: float, built=None):
     """``(make_model, train_kw)`` for :func:`ptlm_lite.finetune.run`, one entry per
-    condition of :data:`PLANS`. ``lms``: ``{"target": stage-2 LM, "general": stage-1
-    LM}``. ``built``: a dict that collects each condition's fine-tuned models
+    condition of :data:`PLANS`. ``lms``: the LMs the plans name, e.g. ``{"target":
+    stage-2 LM}``. ``built``: a dict that collects each condition's fine-tuned models
     (``{name: [model per seed]}``), to measure their LMs after (forgetting).
     """
     if not isinstance(steps, int) or steps < 1:
@@ -75,23 +73,30 @@ def lm_choice(lm: LSTMLM, task, tokenizer, split: str = "test"):
     """The LM alone answers a choice task, zero-shot: each ending's mean log-probability
     per token after its context, the highest wins. Returns 1/0 per example (a NumPy
     array): how much of the task the LM itself knows, with no head and no labels."""
-    import numpy as np
-
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     if task.kind != "choice":
         raise ValueError(f"task must be a choice task, got kind {task.kind!r}")
+    examples = getattr(task, split)
+    rows, spans = [], []  # one sequence per (example, ending); the ending's positions
+    for e in examples:
+        ctx = tokenizer.encode(" " + e["context"])
+        for ending in e["endings"]:
+            rows.append(ctx + tokenizer.encode(" " + ending))
+            spans.append((len(ctx), len(rows[-1])))
+    T = max(map(len, rows))
+    ids = torch.zeros(len(rows), T, dtype=torch.long)  # right padding: never read
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r)
     was = lm.training
     lm.eval()
-    right = []
-    for e in getattr(task, split):
-        ctx = tokenizer.encode(" " + e["context"])
-        scores = []
-        for ending in e["endings"]:
-            ids = torch.tensor([ctx + tokenizer.encode(" " + ending)])
-            logp = lm(ids[:, :-1]).logits[0].log_softmax(-1)  # (T - 1, V)
-            t = torch.arange(len(ctx) - 1, ids.shape[1] - 1)  # the ending's tokens
-            scores.append(logp[t, ids[0, t + 1]].mean().item())
-        right.append(int(np.argmax(scores) == e["label"]))
+    logp = lm(ids[:, :-1]).logits.log_softmax(-1)  # (N·C, T - 1, V)
     lm.train(was)
-    return np.array(right)
+    nxt = logp.gather(-1, ids[:, 1:, None])[..., 0]  # (N·C, T - 1): log p(token t + 1)
+    t = torch.arange(T - 1)
+    start, end = (torch.tensor(x)[:, None] for x in zip(*spans))
+    in_ending = (t >= start - 1) & (t < end - 1)  # predicting the ending's tokens
+    score = (nxt * in_ending).sum(1) / in_ending.sum(1)  # mean log-prob per token
+    C = len(examples[0]["endings"])
+    pred = score.view(len(examples), C).argmax(1)
+    return (pred == torch.tensor([e["label"] for e in examples])).int().numpy()
