@@ -23,8 +23,9 @@ from ..rnn import LSTMClassifier, LSTMConfig, LSTMLM
 # weighs as much as the task's at first and a tenth of it at the end)
 GAMMA = dict(start=1.0, end=0.1)
 
-# name: (which LM, which recipe); an LM named in ``lms`` ("target": ULMFiT's stage 2;
-# add ("general", "siatl") for the paper's single step from stage 1), None random weights
+# name: (which LM, which recipe): an LM named in ``lms`` ("target": ULMFiT's stage 2;
+# ("general", "siatl") would be the paper's single step from stage 1), or None: random
+# weights
 PLANS = {
     "SiATL": ("target", "siatl"),
     "SiATL without LM loss": ("target", "no aux"),
