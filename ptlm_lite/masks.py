@@ -152,8 +152,9 @@ def seq2seq_mask(
     the whole source and its own past. :func:`prefix_mask` with a prefix per example.
 
     ``segments``: ``(B, T)`` integer, 0 for ``[CLS] source [SEP]``, 1 for ``target
-    [SEP]`` (:func:`ptlm_lite.corrupt.pack_pairs`' segments); ``valid``: ``(B, T)`` bool,
-    True for real tokens (default all): padding keys are hidden. Returns ``(B, T, T)``.
+    [SEP]`` (the segments of :func:`ptlm_lite.corrupt.pack_pairs`); ``valid``: ``(B,
+    T)`` bool, True for real tokens (default all): padding keys are hidden. Returns
+    ``(B, T, T)``.
     For segments ``[0, 0, 1, 1, 1]`` (source of two, target of three)::
 
         ■ ■ · · ·
@@ -172,7 +173,8 @@ def seq2seq_mask(
         or not bool(((segments == 0) | (segments == 1)).all())
     ):
         raise TypeError(
-            "segments must be a (B, T) integer tensor of 0 (source) and 1 (target), got "
+            "segments must be a (B, T) integer tensor of 0 (source) and 1 (target), "
+            "got "
             + (
                 f"{segments.dtype} tensor of shape {tuple(segments.shape)}"
                 if isinstance(segments, torch.Tensor)

@@ -212,3 +212,74 @@ def test_recipe_scores_per_example():
     slot = suite.get("slot_filler").test[:10]
     right = recipe.slot_cloze(m, tok, slot)
     assert right.shape == (10,) and set(right.tolist()) <= {0.0, 1.0}
+
+
+# --- the chapter's exercises: plausible wrong answers are rejected
+
+
+def _s2s_one_prefix(segments):  # one split point for the whole batch (prefix_mask)
+    source = int((segments[0] == 0).sum())
+    return masks.prefix_mask(segments.shape[1], source).expand(len(segments), -1, -1)
+
+
+def _s2s_source_sees_target(segments):  # the source reads the target too
+    T = segments.shape[1]
+    causal = masks.causal_mask(T)
+    return (segments[:, None, :] == 0) | causal | (segments[:, :, None] == 0)
+
+
+def _s2s_target_bidirectional(segments):  # the target reads its future
+    return (segments[:, None, :] == 0) | (segments[:, :, None] == 1)
+
+
+def _s2s_causal_everywhere(segments):  # the left-to-right mask
+    return masks.causal_mask(segments.shape[1]).expand(len(segments), -1, -1)
+
+
+def _step_ignores_padding(src_valid, t):
+    S = src_valid.shape[1]
+    m = masks.causal_mask(2, memory=S + t - 1)
+    return m.expand(len(src_valid), -1, -1)
+
+
+def _step_mask_sees_itself_not(src_valid, t):  # strict: a query misses its own key
+    S = src_valid.shape[1]
+    keys = torch.cat([src_valid, src_valid.new_ones(len(src_valid), t + 1)], 1)
+    query_pos = S + t - 1 + torch.arange(2)[:, None]
+    return (torch.arange(S + t + 1)[None, :] < query_pos) & keys[:, None, :]
+
+
+def _step_mask_both_see_all(src_valid, t):  # the [MASK] seen by the chosen token
+    S = src_valid.shape[1]
+    keys = torch.cat([src_valid, src_valid.new_ones(len(src_valid), t + 1)], 1)
+    return keys[:, None, :].expand(-1, 2, -1)
+
+
+WRONG_ANSWERS = {
+    "seq2seq mask from segments": [
+        _s2s_one_prefix, _s2s_source_sees_target, _s2s_target_bidirectional,
+        _s2s_causal_everywhere,
+    ],
+    "cached generation step mask": [
+        _step_ignores_padding, _step_mask_sees_itself_not, _step_mask_both_see_all,
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_plausible_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG and not r, r.message
+
+
+def test_solutions_pass():
+    from ptlm_lite.exercise_keys import solutions_module
+    from ptlm_lite.exercises import check
+
+    S = solutions_module("unilm")
+    assert check("seq2seq mask from segments", S.my_seq2seq_mask)
+    assert check("cached generation step mask", S.my_step_mask)
