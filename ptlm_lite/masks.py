@@ -24,6 +24,7 @@ __all__ = [
     "padding_mask",
     "cross_mask",
     "prefix_mask",
+    "seq2seq_mask",
     "permutation_masks",
     "combine",
     "draw",
@@ -141,6 +142,59 @@ def prefix_mask(T: int, prefix: int, device=None) -> torch.Tensor:
     m = causal_mask(T, device=device)  # the target part stays left-to-right ...
     m[:, :prefix] = True  # ... and everyone sees the whole prefix
     return m
+
+
+def seq2seq_mask(
+    segments: torch.Tensor, valid: torch.Tensor | None = None
+) -> torch.Tensor:
+    """UniLM's seq2seq mask, one per example, from its segment ids: the source (segment
+    0) sees itself in both directions and never the target; the target (segment 1) sees
+    the whole source and its own past. :func:`prefix_mask` with a prefix per example.
+
+    ``segments``: ``(B, T)`` integer, 0 for ``[CLS] source [SEP]``, 1 for ``target
+    [SEP]`` (the segments of :func:`ptlm_lite.corrupt.pack_pairs`); ``valid``: ``(B,
+    T)`` bool, True for real tokens (default all): padding keys are hidden. Returns
+    ``(B, T, T)``.
+    For segments ``[0, 0, 1, 1, 1]`` (source of two, target of three)::
+
+        ■ ■ · · ·
+        ■ ■ · · ·
+        ■ ■ ■ · ·
+        ■ ■ ■ ■ ·
+        ■ ■ ■ ■ ■
+
+    Chapter: ``chapters/unilm.ipynb``.
+    """
+    if (
+        not isinstance(segments, torch.Tensor)
+        or segments.dim() != 2
+        or segments.dtype.is_floating_point
+        or segments.dtype == torch.bool
+        or not bool(((segments == 0) | (segments == 1)).all())
+    ):
+        raise TypeError(
+            "segments must be a (B, T) integer tensor of 0 (source) and 1 (target), "
+            "got "
+            + (
+                f"{segments.dtype} tensor of shape {tuple(segments.shape)}"
+                if isinstance(segments, torch.Tensor)
+                else type(segments).__name__
+            )
+        )
+    if valid is None:
+        valid = torch.ones_like(segments, dtype=torch.bool)
+    elif not isinstance(valid, torch.Tensor) or valid.shape != segments.shape:
+        raise TypeError(
+            f"valid must be a bool tensor of the shape of segments "
+            f"{tuple(segments.shape)}, True for real tokens"
+        )
+    target = segments.bool()  # (B, T)
+    q, k = target[:, :, None], target[:, None, :]  # (B, T, 1), (B, 1, T)
+    causal = causal_mask(segments.shape[1], device=segments.device)  # (T, T)
+    # a source key is seen by everyone; a target key only by target queries at or
+    # after it
+    allowed = ~k | (q & causal)
+    return allowed & padding_mask(valid)
 
 
 def permutation_masks(
