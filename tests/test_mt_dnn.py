@@ -195,3 +195,26 @@ def test_recipe_data_gives_a_similarity_head_float_scores():
     assert "labels" not in data["kind_similarity"]
     assert set(data["kind_similarity"]["scores"].tolist()) == {0.0, 0.5, 1.0}
     assert data["slot_filler"]["ids"].dim() == 3
+
+
+def test_mixture_tasks_do_not_depend_on_the_hash_seed():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from ptlm_lite import suite; import json; "
+        "print(json.dumps([suite.get(n).train for n in suite.MT_TASKS]))"
+    )
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": str(h)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for h in (1, 2)
+    ]
+    assert runs[0] == runs[1] and json.loads(runs[0])

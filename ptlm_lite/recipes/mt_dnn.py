@@ -4,10 +4,12 @@ multi-task model on a copy of the pre-trained BERT, and each task's score.
 The mixture has one task of each of the paper's four kinds, all from the synthetic
 world (:mod:`ptlm_lite.suite`)::
 
-    kind_from_sentence  single-sentence classification  140 examples  surface
+    kind_from_name      single-sentence classification  140 examples  surface
     slot_fit            pairwise classification         418           surface
     kind_similarity     pairwise similarity (regression) 420          surface
     slot_filler         relevance ranking (2 candidates)  60          needs pre-training
+
+The chapter's new task for domain adaptation, ``kind_from_sentence``, stays out of it.
 
 Chapter: ``chapters/mt_dnn.ipynb``.
 """
@@ -25,7 +27,7 @@ __all__ = ["TASK_HEADS", "tasks", "task_data", "multitask_model", "task_scores"]
 
 # the head of each task of the mixture (mt_dnn.mt_dnn's spec)
 TASK_HEADS = {
-    "kind_from_sentence": ("classify", 4),
+    "kind_from_name": ("classify", 4),
     "slot_fit": ("classify", 2),
     "kind_similarity": "similarity",
     "slot_filler": "rank",

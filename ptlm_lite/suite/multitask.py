@@ -49,7 +49,7 @@ def slot_fit(world, split, sentences) -> Task:
     out = {"train": [], "test": []}
     by_kind = {
         (kind, part): [e.name for e in world.of_kind(kind) if split[e.id] == part]
-        for kind in set(SLOT_KINDS.values())
+        for kind in sorted(set(SLOT_KINDS.values()))
         for part in ("train", "test")
     }
     for p in world.of_kind("person"):
@@ -59,7 +59,9 @@ def slot_fit(world, split, sentences) -> Task:
             right = [t.name for t in world.related(p, slot) if split[t.id] == part]
             if not right:
                 continue
-            other = rng.choice([k for k in set(SLOT_KINDS.values()) if k != kind])
+            other = rng.choice(
+                [k for k in sorted(set(SLOT_KINDS.values())) if k != kind]
+            )
             for b, label in (
                 (rng.choice(right), 1),
                 (rng.choice(by_kind[other, part]), 0),
