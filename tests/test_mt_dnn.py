@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from ptlm_lite import mt_dnn, suite
+from ptlm_lite.suite import multitask
 from ptlm_lite.config import preset
 from ptlm_lite.data import make_world
 from ptlm_lite.data.world import COLOURS, OCCUPATIONS
@@ -154,6 +155,8 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="without a head"):
         mt_dnn.train_multitask(model, {"b": {"labels": torch.zeros(3)}}, 2)
     # a head not built on the shared encoder
+    with pytest.raises(ValueError, match="name"):
+        multitask.get("slot_filler")
     with pytest.raises(ValueError, match="share"):
         MultiTask(_bert(), {"a": BertForSequenceClassification(CFG)})
 
@@ -166,8 +169,8 @@ def test_mixture_tasks_are_balanced_and_never_show_slot_filler_test_words():
     world = make_world(0)
     split = suite.entity_split(world)
     by_name = {e.name: e for e in world.entities}
-    for name in suite.MT_TASKS:
-        task = suite.get(name)
+    for name in multitask.MT_TASKS:
+        task = multitask.get(name)
         assert name not in suite.TASKS and not task.needs_pretraining
         assert len(set(task.balance().values())) == 1  # every label equally often
         for part in ("train", "test"):
@@ -176,15 +179,13 @@ def test_mixture_tasks_are_balanced_and_never_show_slot_filler_test_words():
                 assert not any(f" {w} " in text for w in COLOURS + OCCUPATIONS)
                 assert split[by_name[e["entity"]].id] == part
                 assert split[by_name[e["b"]].id] == part
-    fit = suite.get("slot_fit")
+    fit = multitask.get("slot_fit")
     for e in fit.train + fit.test:
-        fits = by_name[e["b"]].kind == suite.multitask.SLOT_KINDS[e["slot"]]
+        fits = by_name[e["b"]].kind == multitask.SLOT_KINDS[e["slot"]]
         assert fits == bool(e["label"])
-    sim = suite.get("kind_similarity")
+    sim = multitask.get("kind_similarity")
     for e in sim.train:
-        assert (
-            suite.multitask.similarity(by_name[e["a"]], by_name[e["b"]]) == e["label"]
-        )
+        assert multitask.similarity(by_name[e["a"]], by_name[e["b"]]) == e["label"]
 
 
 def test_recipe_data_gives_a_similarity_head_float_scores():
@@ -204,8 +205,8 @@ def test_mixture_tasks_do_not_depend_on_the_hash_seed():
     import sys
 
     code = (
-        "from ptlm_lite import suite; import json; "
-        "print(json.dumps([suite.get(n).train for n in suite.MT_TASKS]))"
+        "from ptlm_lite.suite import multitask as m; import json; "
+        "print(json.dumps([m.get(n).train for n in m.MT_TASKS]))"
     )
     runs = [
         subprocess.run(

@@ -37,8 +37,12 @@ TASK_HEADS = {
 def tasks(names=tuple(TASK_HEADS)) -> dict:
     """``{name: suite Task}`` of the mixture (world 0, the one BERT read)."""
     from .. import suite
+    from ..suite import multitask
 
-    return suite.tasks(0, names)
+    mine = [n for n in names if n in multitask.MT_TASKS]
+    built = suite.tasks(0, [n for n in names if n not in mine])
+    built.update({n: multitask.get(n) for n in mine})
+    return {n: built[n] for n in names}
 
 
 def task_data(tasks: dict, tok, split: str = "train", heads=None) -> dict:

@@ -68,7 +68,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from . import build, controls, multitask
+from . import build, controls
 from .build import FILLER_TRAIN_SLOTS, entity_split, sentences_of
 from .controls import SPAN_TASKS
 from .surface import SURFACE_FEATURES, surface_baseline
@@ -87,7 +87,6 @@ __all__ = [
     "SURFACE_FEATURES",
     "FILLER_TRAIN_SLOTS",
     "SPAN_TASKS",
-    "MT_TASKS",
     "KINDS",
 ]
 
@@ -99,14 +98,9 @@ BUILDERS = {
     "kind_from_name": partial(controls.kind_task, "kind_from_name"),
     "kind_from_sentence": partial(controls.kind_task, "kind_from_sentence"),
     "span_qa": controls.span_qa,
-    # MT-DNN's auxiliary tasks (suite/multitask.py): surface tasks for a mixture
-    "slot_fit": multitask.slot_fit,
-    "kind_similarity": multitask.kind_similarity,
 }
-MT_TASKS = ("slot_fit", "kind_similarity")
-# the tasks that need pre-training first, then the surface contrasts (span and MT-DNN's
-# auxiliary tasks apart: get() builds them)
-TASKS = tuple(n for n in BUILDERS if n not in SPAN_TASKS + MT_TASKS)
+# the tasks that need pre-training first, then the surface contrasts (span tasks apart)
+TASKS = tuple(n for n in BUILDERS if n not in SPAN_TASKS)
 
 
 def tasks(world_seed: int = 0, names=None) -> dict[str, Task]:
@@ -119,7 +113,7 @@ def tasks(world_seed: int = 0, names=None) -> dict[str, Task]:
     names = TASKS if names is None else tuple(names)
     unknown = [n for n in names if n not in BUILDERS]
     if unknown:
-        raise ValueError(f"unknown task(s) {unknown}; the suite has {tuple(BUILDERS)}")
+        raise ValueError(f"unknown task(s) {unknown}; the suite has {TASKS}")
     world = make_world(world_seed)
     split, sentences = entity_split(world), sentences_of(world)
     return {n: BUILDERS[n](world, split, sentences) for n in names}

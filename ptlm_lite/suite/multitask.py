@@ -18,8 +18,14 @@ from __future__ import annotations
 
 import random
 
-from .build import FILLER_TRAIN_SLOTS
+from .build import FILLER_TRAIN_SLOTS, entity_split, sentences_of
 from .task import Task, make_task
+
+__all__ = ["MT_TASKS", "SLOT_KINDS", "get", "slot_fit", "kind_similarity", "similarity"]
+
+# built here, not listed in the suite's TASKS (``suite.get`` builds those): MT-DNN's
+# auxiliary tasks are a mixture's, not evidence about pre-training
+MT_TASKS = ("slot_fit", "kind_similarity")
 
 # the kind of entity each training slot of slot_filler takes
 SLOT_KINDS = {"born_in": "city", "works_for": "organisation", "friend_of": "person"}
@@ -133,3 +139,15 @@ def kind_similarity(world, split, sentences) -> Task:
             "level per entity of the split. A surface task, for MT-DNN's mixture."
         ),
     )
+
+
+def get(name: str, world_seed: int = 0) -> Task:
+    """One of :data:`MT_TASKS`, built from ``make_world(world_seed)`` with the suite's
+    entity split."""
+    from ..data import make_world
+
+    builders = {"slot_fit": slot_fit, "kind_similarity": kind_similarity}
+    if name not in builders:
+        raise ValueError(f"name must be one of {MT_TASKS}, got {name!r}")
+    world = make_world(world_seed)
+    return builders[name](world, entity_split(world), sentences_of(world))
