@@ -219,3 +219,68 @@ def test_mixture_tasks_do_not_depend_on_the_hash_seed():
         for h in (1, 2)
     ]
     assert runs[0] == runs[1] and json.loads(runs[0])
+
+
+# ----------------------------------------------------------------------------------
+# Exercises: plausible wrong answers must be rejected
+
+
+def _probs_temperature_as_power(sizes, temperature):  # n^T instead of n^(1/T)
+    if math.isinf(temperature):
+        return {t: 1 / len(sizes) for t in sizes}
+    w = {t: n**temperature for t, n in sizes.items()}
+    return {t: x / sum(w.values()) for t, x in w.items()}
+
+
+def _probs_ignore_temperature(sizes, temperature):  # always proportional
+    return {t: n / sum(sizes.values()) for t, n in sizes.items()}
+
+
+def _probs_unnormalised(sizes, temperature):
+    return {
+        t: n ** (1 / temperature) if math.isfinite(temperature) else 1.0
+        for t, n in sizes.items()
+    }
+
+
+def _listwise_sum(scores, labels):  # summed, not averaged, over the queries
+    return torch.nn.functional.cross_entropy(scores, labels, reduction="sum")
+
+
+def _listwise_sigmoid(scores, labels):  # the paper's squash, which the head skips
+    return torch.nn.functional.cross_entropy(torch.sigmoid(scores), labels)
+
+
+def _listwise_binary(scores, labels):  # each candidate alone, right or wrong
+    target = torch.nn.functional.one_hot(labels, scores.shape[1]).float()
+    return torch.nn.functional.binary_cross_entropy_with_logits(scores, target)
+
+
+WRONG_ANSWERS = {
+    "task sampling probabilities": [
+        _probs_temperature_as_power,
+        _probs_ignore_temperature,
+        _probs_unnormalised,
+    ],
+    "listwise ranking loss": [_listwise_sum, _listwise_sigmoid, _listwise_binary],
+}
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG, r.message
+
+
+def test_solutions_pass():
+    import importlib
+
+    from ptlm_lite.exercises import check
+
+    sol = importlib.import_module("solutions.mt_dnn")
+    assert check("task sampling probabilities", sol.my_task_probabilities)
+    assert check("listwise ranking loss", sol.my_listwise_loss)
