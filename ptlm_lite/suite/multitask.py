@@ -2,9 +2,9 @@
 classification and a graded pair similarity (a regression), built from the same world
 and the same entity split as the rest of the suite. See :mod:`ptlm_lite.suite`.
 
-    task             input                                   answer
-    slot_fit         "Kotheth Sheal was born in" + "Drothobais"   fits / does not fit
-    kind_similarity  "Drothobais" + "Veadumia"                    0, 0.5 or 1 (label / 2)
+    task             input                                         answer
+    slot_fit         "Kotheth Sheal was born in" + "Drothobais"    fits or not
+    kind_similarity  "Drothobais" + "Veadumia"                     0, 0.5 or 1
 
 Both are solved by the surface form (the world's names give their kind away) and are
 therefore never evidence that pre-training helps; they exist to share an encoder with
