@@ -202,3 +202,16 @@ def test_bad_input_errors():
             m(ids, valid=valid, speed=speed)
     with pytest.raises(ValueError, match="n_tokens and exit_layer"):
         fastbert.flops_spent(cfg(), [3, 4], [1], 3)
+
+
+@torch.no_grad()
+def test_planned_exits_are_the_exits_of_a_real_run():
+    from ptlm_lite.recipes.fastbert import planned_exits
+
+    m, (ids, valid) = model(), batch(24)
+    b = {"ids": ids, "valid": valid, "segments": torch.zeros_like(ids)}
+    speeds = [0.0, 0.5, 0.8, 0.9, 0.95, 1.0]
+    planned = planned_exits(m, b, speeds)
+    for s in speeds:
+        ran = m(ids, valid=valid, speed=s).extra["exit_layer"]
+        assert planned[s].tolist() == ran.tolist(), s

@@ -28,6 +28,7 @@ __all__ = [
     "teacher",
     "distil",
     "speed_curve",
+    "planned_exits",
     "teacher_flops",
     "wall_clock",
 ]
@@ -111,11 +112,12 @@ def teacher_flops(config, n_tokens, n_labels: int) -> np.ndarray:
 def speed_curve(model, batch: dict, speeds) -> tuple:
     """``(table, per_example)`` for every ``speed`` in ``speeds``: the table has one
     row per speed (accuracy, mean FLOPs, its fraction of the teacher's, the share of
-    examples leaving at each layer); ``per_example[speed]`` holds (B,) arrays
+    examples leaving at each layer; accuracy NaN when ``batch`` has no ``labels``);
+    ``per_example[speed]`` holds (B,) arrays
     ``correct``, ``exit_layer``, ``flops``, ``uncertainty`` and ``prediction``."""
     import pandas as pd
 
-    labels = batch["labels"]
+    labels = batch.get("labels")  # None: FLOPs and exits only (unlabelled text)
     n_tokens = batch["valid"].sum(1)
     n_labels, L = model.teacher.n_labels, model.config.n_layer
     base = teacher_flops(model.config, n_tokens, n_labels)
@@ -125,8 +127,9 @@ def speed_curve(model, batch: dict, speeds) -> tuple:
         exit_layer = out.extra["exit_layer"].cpu()
         spent = fastbert.flops_spent(model.config, n_tokens, exit_layer, n_labels)
         pred = out.logits.argmax(-1).cpu()
+        correct = np.full(len(pred), np.nan) if labels is None else (pred == labels)
         per[speed] = {
-            "correct": (pred == labels).numpy().astype(float),
+            "correct": np.asarray(correct, dtype=float),
             "exit_layer": exit_layer.numpy(),
             "flops": spent.numpy(),
             "uncertainty": out.extra["uncertainty"].cpu().numpy(),
@@ -137,7 +140,7 @@ def speed_curve(model, batch: dict, speeds) -> tuple:
                 "speed": speed,
                 "accuracy": per[speed]["correct"].mean(),
                 "FLOPs per example": float(spent.mean()),
-                "FLOPs / teacher's": float(spent.sum() / base.sum()),
+                "FLOPs / full BERT": float(spent.sum() / base.sum()),
                 **{
                     f"exit at {k}": float((exit_layer == k).float().mean())
                     for k in range(1, L + 1)
@@ -145,6 +148,21 @@ def speed_curve(model, batch: dict, speeds) -> tuple:
             }
         )
     return pd.DataFrame(rows), per
+
+
+@torch.no_grad()
+def planned_exits(model, batch: dict, speeds) -> dict:
+    """``{speed: (B,) exit layers}`` from one pass with every student: an example
+    stops at the first student whose uncertainty is below ``speed`` (layer L if
+    none), the layers that running ``model(..., speed=speed)`` gives (a test checks),
+    for every speed at the cost of one pass. Used to pick a speed on unlabelled text."""
+    out = model.eval()(batch["ids"], batch.get("segments"), batch["valid"])
+    u = fastbert.normalized_entropy(out.extra["students"]).cpu()  # (L-1, B)
+    exits = {}
+    for speed in speeds:
+        below = torch.cat([u < speed, torch.ones(1, u.shape[1], dtype=torch.bool)])
+        exits[speed] = below.float().argmax(0) + 1  # the first layer that stops
+    return exits
 
 
 @torch.no_grad()
