@@ -139,7 +139,8 @@ class FastBert(Model):
       ``extra["exit_layer"]`` (B,) says where, ``extra["uncertainty"]`` (B,) how
       unsure the answering classifier was.
 
-    ``labels`` adds ``extra["correct"]`` (B,) bool. Chapter: ``chapters/fastbert.ipynb``.
+    ``labels`` adds ``extra["correct"]`` (B,) bool.
+    Chapter: ``chapters/fastbert.ipynb``.
     """
 
     def __init__(self, teacher: BertForSequenceClassification, seed=None):
@@ -184,7 +185,7 @@ class FastBert(Model):
                 [s(h) for s, h in zip(self.students, out.hidden[1:-1])]
             )  # (L-1, B, N)
             logits = self._teacher_logits(out.last_hidden)
-            # the [CLS] states the students read: (B, L-1, D), for :func:`distill`'s cache
+            # the [CLS] states the students read (B, L-1, D): distill's cache
             cls = torch.stack([h[:, 0] for h in out.hidden[1:-1]], 1)
             extra = {"students": students, "cls": cls}
             loss = distill_loss(students, logits)

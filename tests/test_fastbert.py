@@ -215,3 +215,67 @@ def test_planned_exits_are_the_exits_of_a_real_run():
     for s in speeds:
         ran = m(ids, valid=valid, speed=s).extra["exit_layer"]
         assert planned[s].tolist() == ran.tolist(), s
+
+
+# ---------------------------------------------------------------------------------
+# The exercises reject plausible wrong answers
+
+
+def _entropy(logits):  # the entropy, not normalised
+    logp = logits.log_softmax(-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def _kl_reversed(student_logits, teacher_logits):  # KL(student || teacher)
+    log_t = teacher_logits.log_softmax(-1)
+    log_s = student_logits.log_softmax(-1)
+    return (log_s.exp() * (log_s - log_t)).sum(-1).mean(1).sum()
+
+
+def _kl_mean_over_students(student_logits, teacher_logits):  # mean, not sum
+    log_t = teacher_logits.log_softmax(-1)
+    log_s = student_logits.log_softmax(-1)
+    return (log_t.exp() * (log_t - log_s)).sum(-1).mean()
+
+
+def _cross_entropy(student_logits, teacher_logits):  # drops the teacher's entropy
+    p_t = teacher_logits.softmax(-1)
+    return -(p_t * student_logits.log_softmax(-1)).sum(-1).mean(1).sum()
+
+
+WRONG_ANSWERS = {
+    "normalized entropy": [
+        _entropy,
+        lambda logits: _entropy(logits) / math.log2(logits.shape[-1]),  # mixed bases
+        lambda logits: 1 - logits.softmax(-1).max(-1).values,  # not an entropy
+    ],
+    "self-distillation loss": [
+        _kl_reversed,
+        _kl_mean_over_students,
+        _cross_entropy,
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG, r.message
+
+
+def test_the_solutions_pass():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "solutions" / "fastbert.py"
+    spec = importlib.util.spec_from_file_location("_fastbert_solutions", path)
+    sol = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sol)
+    from ptlm_lite.exercises import check
+
+    assert check("normalized entropy", sol.my_normalized_entropy)
+    assert check("self-distillation loss", sol.my_distill_loss)

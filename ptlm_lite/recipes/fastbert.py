@@ -2,7 +2,7 @@
 the speed-accuracy curve they give.
 
     backbone(scale)    tiny: the shipped bert-fill (4 layers, ptlm_lite.shipped);
-                       small: the book's pre-trained BERT (recipes.bert, 4 layers, wider)
+                       small: the book's pre-trained BERT (recipes.bert, d 256)
     teacher(...)       fine-tune a classifier on the last layer (finetune.finetune)
     distil(...)        freeze it, train a student after each other layer on unlabelled
                        inputs (the task's own, labels dropped, and another world's)
