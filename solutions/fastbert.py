@@ -2,6 +2,9 @@
 
 import math
 
+import torch
+import torch.nn.functional as F
+
 ANSWERS = {
     "why no labels": "B",
     "where the speed-up comes from": "C",
@@ -27,11 +30,15 @@ EXPLANATIONS = {
 
 
 def my_normalized_entropy(logits):
-    logp = logits.log_softmax(-1)
-    return -(logp.exp() * logp).sum(-1) / math.log(logits.shape[-1])
+    # entr(p) = -p log p, and 0 where p = 0
+    n = logits.shape[-1]
+    return torch.special.entr(logits.softmax(-1)).sum(-1) / math.log(n)
 
 
 def my_distill_loss(student_logits, teacher_logits):
-    log_t = teacher_logits.log_softmax(-1)  # (B, N)
-    log_s = student_logits.log_softmax(-1)  # (S, B, N)
-    return (log_t.exp() * (log_t - log_s)).sum(-1).mean(1).sum()
+    # kl_div(input=log q, target=log p) = p (log p - log q), elementwise
+    log_t = teacher_logits.log_softmax(-1).expand_as(student_logits)
+    kl = F.kl_div(
+        student_logits.log_softmax(-1), log_t, log_target=True, reduction="none"
+    )
+    return kl.sum(-1).mean(-1).sum()  # (S, B, N) -> (S, B) -> (S,) -> one number
