@@ -26,6 +26,7 @@ Used by every chapter that reuses a model another chapter trained.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import inspect
@@ -164,6 +165,7 @@ class Recipe:
                 "config_cls": _class_path(type(self.config)),
                 "config": _config_dict(self.config),
                 "train_fn": train_src,
+                "settings": _settings(self.train_fn),
                 # a model trained under PTLM_MAX_STEPS is cached apart (only then)
                 **({"step_cap": step_cap()} if step_cap() is not None else {}),
             },
@@ -171,6 +173,41 @@ class Recipe:
             default=str,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _settings(fn) -> dict[str, str]:
+    """The plain data a training function reads by name (module constants in capitals,
+    such as ``PRETRAIN_KW``, and a ``functools.partial``'s arguments), as JSON, so that
+    changing a recipe's settings changes its key even where its source does not.
+    Lower-case names (memos that fill as a chapter runs) and values that are not JSON
+    data (modules, functions) are left to the source and ``version``."""
+
+    def as_json(value):
+        try:
+            return json.dumps(value, sort_keys=True)
+        except (TypeError, ValueError):
+            return None
+
+    out: dict[str, str] = {}
+    while isinstance(fn, functools.partial):
+        for i, arg in enumerate(fn.args):
+            out[f"partial.arg{i}"] = as_json(arg)
+        for k, v in fn.keywords.items():
+            out[f"partial.{k}"] = as_json(v)
+        fn = fn.func
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return {k: v for k, v in out.items() if v is not None}
+    names, todo = set(), [code]
+    while todo:  # nested functions and comprehensions read names too
+        c = todo.pop()
+        names |= set(c.co_names)
+        todo += [k for k in c.co_consts if hasattr(k, "co_names")]
+    space = getattr(fn, "__globals__", {})
+    for name in sorted(names):
+        if name in space and name.isupper() and not isinstance(space[name], type):
+            out[name] = as_json(space[name])
+    return {k: v for k, v in out.items() if v is not None}
 
 
 _REGISTRY: dict[str, Recipe] = {}

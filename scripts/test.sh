@@ -11,4 +11,14 @@ $PY -c "from jupyter_book.cli.main import main; main()" build . --warningiserror
 # Chapters use a fresh model cache, so nothing trained earlier on this machine hides a bug.
 export PTLM_CACHE="$(mktemp -d)"
 trap 'rm -rf "$PTLM_CACHE"' EXIT
-$PY -m pytest tests chapters book/widgets.ipynb book/replication.ipynb --nbval-lax -p no:cacheprovider -q "$@"
+# One worker per core, up to 4 (pytest-xdist), one thread each: most of a chapter's time is
+# Python and small matrices, so two chapters side by side finish sooner than one on two
+# threads. conftest.py groups the tests (a notebook, a test file, a capped chapter run
+# whole on one worker). PTLM_TEST_WORKERS=1 runs them one after another.
+WORKERS=${PTLM_TEST_WORKERS:-$($PY -c "import os; print(max(1, min(4, os.cpu_count() or 1)))")}
+PARALLEL=()
+if [ "$WORKERS" -gt 1 ]; then
+  export PTLM_THREADS=${PTLM_THREADS:-1}
+  PARALLEL=(-n "$WORKERS" --dist loadgroup)
+fi
+$PY -m pytest tests chapters book/widgets.ipynb book/replication.ipynb --nbval-lax -p no:cacheprovider -q "${PARALLEL[@]}" "$@"

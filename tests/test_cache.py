@@ -84,6 +84,35 @@ def test_key_changes_with_config_version_and_train_fn():
     assert cache.register("tiny", TinyModel, TinyConfig(), count_training).key == base
 
 
+STEPS = {"tiny": 3}
+
+
+def train_by_settings(model):
+    with torch.no_grad():
+        model.linear.weight.fill_(STEPS["tiny"])
+
+
+def test_key_changes_with_the_settings_the_train_fn_reads():
+    """A recipe whose source names ``STEPS["tiny"]`` gets another key when the value
+    changes (the BERT recipe's PRETRAIN_KW was invisible to the key before)."""
+    import functools
+
+    first = cache.register("tiny", TinyModel, TinyConfig(), train_by_settings).key
+    STEPS["tiny"] = 4
+    try:
+        again = cache.register("tiny", TinyModel, TinyConfig(), train_by_settings).key
+    finally:
+        STEPS["tiny"] = 3
+    assert again != first
+    same = cache.register("tiny", TinyModel, TinyConfig(), train_by_settings).key
+    assert same == first
+    one = functools.partial(train_by_settings)
+    a = cache.register("p", TinyModel, TinyConfig(), functools.partial(one.func)).key
+    b = cache.register("p", TinyModel, TinyConfig(), functools.partial(max, 1)).key
+    c = cache.register("p", TinyModel, TinyConfig(), functools.partial(max, 2)).key
+    assert len({a, b, c}) == 3
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip", "delete_weights", "bad_json"])
 def test_damaged_entry_is_rebuilt_not_loaded(damage):
     cache.get("tiny")

@@ -67,3 +67,38 @@ def test_test_sh_runs_one_pytest_over_the_same_paths():
     assert len(runs) == 1, runs
     for path in ("tests", "chapters", "book/widgets.ipynb", "book/replication.ipynb"):
         assert f" {path} " in runs[0], (path, runs[0])
+
+
+def test_in_parallel_a_notebook_is_announced_once(progress):
+    """Under xdist two workers interleave: each notebook's line comes once, when it
+    starts, and the tests' line once."""
+    ids = [
+        "tests/test_a.py::test_one",
+        "chapters/gpt.ipynb::Cell 0",
+        "chapters/bert.ipynb::Cell 0",
+    ]
+    progress.pytest_configure(config=None)
+    progress.pytest_xdist_node_collection_finished(node=None, ids=ids)
+    order = [ids[1], ids[0], ids[2], ids[1], "tests/test_b.py::test_two", ids[2]]
+    lines = [progress.header(n) for n in order]
+    assert lines[0].startswith("[1/2] chapters/gpt.ipynb")
+    assert lines[1] == "[tests] 1 test, then 2 notebooks"
+    assert lines[2].startswith("[2/2] chapters/bert.ipynb")
+    assert lines[3:] == [None, None, None]
+
+
+def test_the_parallel_groups(progress):
+    """A notebook and a test file are one group each (cells share a kernel, modules
+    share fixtures); each chapter's capped run is its own group."""
+    assert progress.group("chapters/gpt.ipynb::Cell 3") == "chapters/gpt.ipynb"
+    assert progress.group("tests/test_a.py::test_one[x]") == "tests/test_a.py"
+    capped = (
+        "tests/test_replication.py::"
+        "test_chapter_runs_with_fresh_seeds_under_a_step_cap[gpt-small]"
+    )
+    assert progress.group(capped) == capped
+
+
+def test_test_sh_runs_the_groups_in_parallel():
+    text = (ROOT / "scripts" / "test.sh").read_text()
+    assert "--dist loadgroup" in text and "PTLM_THREADS" in text
