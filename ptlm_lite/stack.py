@@ -16,7 +16,9 @@ differs between models arrives as an argument, never as a new loop:
 * ``context`` / ``context_mask``: the encoder output for a decoder's cross-attention;
 * ``memory``: a :class:`Memory` of earlier segments (Transformer-XL), read as extra
   keys/values;
-* ``cache``: keys/values kept between generation steps (one dict per layer).
+* ``cache``: keys/values kept between generation steps (one dict per layer);
+* ``exit_rule``: early exit (FastBERT): after each block, ``exit_rule(layer, x, rows)``
+  says which examples stop there; the rest of the batch goes on without them.
 
 ``config.share_layers`` (ALBERT) keeps one block and runs it ``n_layer`` times.
 
@@ -138,18 +140,33 @@ class Stack(nn.Module):
         cache: list | None = None,
         return_attention: bool = False,
         return_hidden: bool = False,
+        exit_rule=None,
     ) -> Output:
         """x: (B, T, D) -> :class:`~ptlm_lite.output.Output` with ``last_hidden`` (B,
         T, D) after the final norm; ``hidden``: the input of every layer and
         ``last_hidden``, n_layer + 1 tensors (when asked); ``attentions`` / ``cross``:
         per layer (B, H, Tq, Tk) (when asked). ``memory`` is read, then updated with
         this segment's layer inputs.
+
+        ``exit_rule(layer, x, rows) -> (B',) bool`` (FastBERT's early exit, chapter
+        ``chapters/fastbert.ipynb``): called after block ``layer`` (1 = the first) with
+        the (B', T, D) output of the examples still running and ``rows``, their (B',)
+        indices in the batch; True stops an example there. The others go on, the
+        stopped ones leave the batch (their rows of ``mask``, ``bias``, ``context``,
+        ``context_mask`` too, where those have a batch dimension), so a stopped example
+        costs nothing more. ``last_hidden`` holds each example's states at its exit
+        (then the final norm); ``extra["exit_layer"]`` (B,) the number of blocks it
+        ran. Without ``exit_rule`` nothing changes.
         """
         if cache is not None and len(cache) != self.n_layer:
             raise ValueError(
                 f"cache must hold one dict per layer ({self.n_layer}), got {len(cache)}"
             )
         hidden, attentions, cross = [], [], []
+        exits = None
+        if exit_rule is not None:
+            asked = return_hidden or return_attention or memory is not None
+            exits = _Exits(exit_rule, x, asked or cache is not None)
         for i in range(self.n_layer):
             block = self[i % len(self)]  # ALBERT: the same block every time
             if return_hidden or memory is not None:
@@ -166,6 +183,17 @@ class Stack(nn.Module):
             )
             attentions.append(w_self)
             cross.append(w_cross)
+            if exits is not None:  # FastBERT: the examples that stop leave the batch
+                last = i == self.n_layer - 1
+                x, (mask, bias, context, context_mask) = exits.step(
+                    i + 1, x, (mask, bias, context, context_mask), last
+                )
+                if x is None:
+                    break
+        if exits is not None:
+            return Output(
+                last_hidden=self.norm(exits.out), extra={"exit_layer": exits.layer}
+            )
         if memory is not None:
             memory.update(hidden)
         x = self.norm(x)
@@ -175,6 +203,62 @@ class Stack(nn.Module):
             attentions=attentions if return_attention else None,
             cross=cross if return_attention and context is not None else None,
         )
+
+
+class _Exits:
+    """The bookkeeping of :meth:`Stack.forward`'s ``exit_rule`` (FastBERT): which
+    examples still run (``rows``), each one's states where it stopped (``out``) and
+    at which layer (``layer``)."""
+
+    def __init__(self, rule, x, unsupported: bool):
+        if not callable(rule):
+            raise TypeError(
+                f"exit_rule must be a callable (layer, x, rows) -> (B,) bool, got "
+                f"{type(rule).__name__}"
+            )
+        if unsupported:
+            raise ValueError(
+                "exit_rule runs without memory, cache, return_hidden or "
+                "return_attention (each example stops at its own layer)"
+            )
+        self.rule, self.out = rule, torch.empty_like(x)
+        self.rows = torch.arange(x.shape[0], device=x.device)  # still running
+        self.layer = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
+
+    def step(self, layer: int, x, tensors, last: bool):
+        """After block ``layer``: store the examples that stop; return the rest of
+        ``x`` and of ``tensors`` (mask, bias, context, context mask), or None when
+        none runs on."""
+        rows = self.rows
+        stop = (
+            torch.ones_like(rows, dtype=torch.bool)
+            if last
+            else self.rule(layer, x, rows)
+        )
+        if (
+            not isinstance(stop, torch.Tensor)
+            or stop.dtype != torch.bool
+            or stop.shape != rows.shape
+        ):
+            raise TypeError(
+                f"exit_rule must return a bool tensor of shape {tuple(rows.shape)} "
+                f"(one per running example), got {stop!r:.80}"
+            )
+        self.out[rows[stop]], self.layer[rows[stop]] = x[stop], layer
+        keep = ~stop
+        if not keep.any():
+            return None, tensors
+        self.rows = rows[keep]
+        # masks (B, Tq, Tk), context (B, S, D), context masks: 3 dimensions with the
+        # batch first; a bias has it only as (B, H, Tq, Tk)
+        dims = (3, 4, 3, 3)
+        return x[keep], tuple(_rows(t, keep, d) for t, d in zip(tensors, dims))
+
+
+def _rows(t, keep, dim: int):
+    """``t``'s rows of the examples still running, when it has a batch dimension."""
+    batched = isinstance(t, torch.Tensor) and t.dim() == dim
+    return t[keep] if batched and t.shape[0] == len(keep) else t
 
 
 class Model(nn.Module):
