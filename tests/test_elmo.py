@@ -157,3 +157,44 @@ def test_recipe_labels_and_translation():
     assert tgt[-1] == "naranja" and tgt2[-1] == "egnaro" and tgt[0] == "eht"
     with pytest.raises(ValueError, match="no template"):
         R.relation_of(["hello"])
+
+
+def _mix_no_softmax(layers, w, gamma):
+    return gamma * sum(p * h for p, h in zip(w, layers))  # raw weights
+
+
+def _mix_no_gamma(layers, w, gamma):
+    return sum(p * h for p, h in zip(torch.softmax(w, 0), layers))
+
+
+def _mix_mean(layers, w, gamma):
+    return gamma * sum(layers) / len(layers)  # equal weights, whatever w says
+
+
+def _targets_forward(ids, valid):
+    keep = ids.masked_fill(~valid, -100)
+    return torch.cat([keep[:, 1:], torch.full_like(ids[:, :1], -100)], 1)
+
+
+def _targets_padding_kept(ids, valid):
+    return torch.cat([torch.full_like(ids[:, :1], -100), ids[:, :-1]], 1)
+
+
+def _targets_unshifted(ids, valid):
+    return ids.masked_fill(~valid, -100)
+
+
+WRONG_ANSWERS = {
+    "scalar mix": [_mix_no_softmax, _mix_no_gamma, _mix_mean],
+    "backward targets": [_targets_forward, _targets_padding_kept, _targets_unshifted],
+}
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG, r.message
