@@ -10,9 +10,10 @@ encoder, and gives each word the layers of both::
 
 The two directions never meet before the task: one *bidirectional* LSTM predicting
 word t+1 from its state at t would read that word through its backward half
-(:class:`BiLSTMLM`, the chapter's demonstration of the leak). CoVe (McCann et al., 2017) takes the encoder of a
-translation model instead (:class:`CoVe`: a two-layer bidirectional LSTM encoder, an
-LSTM decoder with attention); a translation model may read its whole source.
+(:class:`BiLSTMLM`, the chapter's demonstration of the leak). CoVe (McCann et al.,
+2017) takes the encoder of a translation model instead (:class:`CoVe`: a two-layer
+bidirectional LSTM encoder, an LSTM decoder with attention); a translation model may
+read its whole source.
 
 Introduced in ``chapters/elmo.ipynb``.
 """
@@ -189,8 +190,8 @@ def lm_targets(ids, valid=None) -> tuple[torch.Tensor, torch.Tensor]:
 
 class ELMo(nn.Module):
     """ELMo's biLM: a forward and a backward LSTM LM over one character-CNN word
-    encoder, and one softmax (both shared by the two directions, as in the paper; here the
-    softmax is tied to the character CNN).
+    encoder, and one softmax (both shared by the two directions, as in the paper;
+    here the softmax is tied to the character CNN).
 
     ``model(ids, valid=None)`` -> Output: ``logits`` (B, T, V) of the forward LM (word
     t+1), ``loss`` the mean of both directions' losses, ``extra["backward_logits"]``

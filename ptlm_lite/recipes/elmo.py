@@ -317,9 +317,10 @@ class ELMoClassifier(nn.Module):
     """ELMo for a task: the biLM's layers mixed by a :class:`~ptlm_lite.elmo.ScalarMix`,
     concat pooling (:func:`ptlm_lite.rnn.concat_pool`) and a linear layer. ``freeze``:
     the biLM stays as pre-trained (ELMo's features) or trains with the head
-    (fine-tuning). ``source``: an :class:`~ptlm_lite.elmo.ELMo` (deep-copied) or ``(config,
-    chars)`` (random weights). Takes :func:`ptlm_lite.finetune.decoder_batch`'s inputs
-    (``mode="choice"``: ``ids`` (N, C, T), one score per candidate)."""
+    (fine-tuning). ``source``: an :class:`~ptlm_lite.elmo.ELMo` (deep-copied) or
+    ``(config, chars)`` (random weights). Takes
+    :func:`ptlm_lite.finetune.decoder_batch`'s inputs (``mode="choice"``: ``ids`` (N,
+    C, T), one score per candidate)."""
 
     def __init__(self, source, n_labels: int = 2, mode: str = "classify", freeze=True):
         super().__init__()

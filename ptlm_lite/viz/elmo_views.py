@@ -1,6 +1,6 @@
-"""ELMo's widget (``from ptlm_lite.viz.elmo_views import elmo_explorer``): the scalar-mix
-weights each task learnt over the biLM's layers, and a word's contextual neighbours in
-different sentences.
+"""ELMo's widget (``from ptlm_lite.viz.elmo_views import elmo_explorer``): the
+scalar-mix weights each task learnt over the biLM's layers, and a word's contextual
+neighbours in different sentences.
 
 Introduced in ``chapters/elmo.ipynb``. Every view is rendered in advance and switched
 in the browser (:func:`~ptlm_lite.viz.stepper`), so it works in the static book.
