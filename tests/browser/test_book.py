@@ -436,3 +436,25 @@ def test_the_home_page_links_every_chapter(visits, base_url):
     assert CHAPTERS and not missing, (
         f"{home} does not link these chapters of _toc.yml: {missing}"
     )
+
+
+def test_elmo_explorer_shows_each_view(browser, base_url, site):
+    """chapters/elmo.ipynb: each button of the ELMo explorer (scalar-mix weights per
+    task, a word's contextual neighbours) shows its own view in the static book."""
+    checked = 0
+    for path, visit, i, box in each_element(
+        browser, base_url, site, "ptlm-elmo", ".ptlm-elmo"
+    ):
+        box.scroll_into_view_if_needed()
+        buttons = box.locator(".widget-toggle-buttons button")
+        assert buttons.count() >= 2, f"{path}: explorer {i} has no buttons"
+        for b in range(buttons.count()):
+            label = buttons.nth(b).inner_text().strip()
+            buttons.nth(b).click()
+            box.page.wait_for_timeout(150)
+            assert f"view: {label}" in box.evaluate(SIGNATURE), (
+                f"{path}: ELMo explorer {i}: clicked {label!r}, its view is not shown"
+            )
+        assert not visit.errors, f"{path}: errors in the explorer: {visit.errors}"
+        checked += 1
+    assert checked > 0, "no ELMo explorer found in the book (chapters/elmo.ipynb)"

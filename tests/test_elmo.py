@@ -1,0 +1,200 @@
+"""CoVe and ELMo (chapters/elmo.ipynb): the two directions' leak tests, one
+biLSTM's leak, ScalarMix by value, the character CNN's shapes, bad input."""
+
+import pytest
+import torch
+
+from ptlm_lite.elmo import (
+    CharCNN,
+    CoVe,
+    ELMo,
+    ELMoConfig,
+    ScalarMix,
+    BiLSTMLM,
+    reverse_padded,
+    word_chars,
+)
+from ptlm_lite.recipes import elmo as R
+
+ITOS = ["<pad>", "<unk>", "the", "orange", "is", "a", "city", "red", "in", "born"]
+
+
+def model(cls=ELMo, seed=0):
+    c = ELMoConfig(vocab_size=len(ITOS), d_model=8, filters=4, d_char=4, dropout=0.0)
+    return cls(c, word_chars(ITOS), seed=seed).eval()
+
+
+def test_forward_lm_never_reads_later_words_backward_never_earlier():
+    m = model()
+    ids = torch.randint(
+        2, len(ITOS), (2, 7), generator=torch.Generator().manual_seed(0)
+    )
+    for t in range(7):
+        changed = ids.clone()
+        changed[:, t] = (changed[:, t] - 2 + 1) % (len(ITOS) - 2) + 2  # another word
+        with torch.no_grad():
+            _, f0, b0 = m.directions(ids)
+            _, f1, b1 = m.directions(changed)
+            o0, o1 = m(ids), m(changed)
+        for j in range(len(f0)):
+            # forward states before t and backward states after t do not move
+            assert torch.equal(f0[j][:, :t], f1[j][:, :t])
+            assert torch.equal(b0[j][:, t + 1 :], b1[j][:, t + 1 :])
+            # and the test can fail: the state at t itself moves
+            assert not torch.allclose(f0[j][:, t], f1[j][:, t])
+            assert not torch.allclose(b0[j][:, t], b1[j][:, t])
+        # the forward LM's logits at s < t predict word s + 1 <= t from words <= s
+        assert torch.equal(o0.logits[:, :t], o1.logits[:, :t])
+        back = o0.extra["backward_logits"], o1.extra["backward_logits"]
+        assert torch.equal(back[0][:, t + 1 :], back[1][:, t + 1 :])
+
+
+def test_padding_does_not_reach_the_backward_lm():
+    m = model()
+    ids = torch.tensor([[2, 3, 4, 5, 6]])
+    padded = torch.tensor([[2, 3, 4, 5, 6, 0, 0]])
+    with torch.no_grad():
+        a = m.layers(ids)
+        b = m.layers(padded, padded != 0)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x, y[:, :5])
+
+
+def test_reverse_padded_is_its_own_inverse():
+    x = torch.arange(10.0).view(2, 5, 1)
+    valid = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)
+    r = reverse_padded(x, valid)
+    assert r[0, :, 0].tolist() == [2, 1, 0, 3, 4]
+    assert r[1, :, 0].tolist() == [9, 8, 7, 6, 5]
+    assert torch.equal(reverse_padded(r, valid), x)
+
+
+def test_one_bilstm_reads_the_word_it_predicts():
+    """The wrong way: the state at t of one biLSTM, which predicts word t + 1, moves
+    when word t + 1 changes (ELMo's forward LM does not: the test above)."""
+    m = model(BiLSTMLM)
+    ids = torch.tensor([[2, 3, 4, 5, 6, 7]])
+    changed = ids.clone()
+    changed[0, 3] = 9
+    with torch.no_grad():
+        a, b = m(ids).logits, m(changed).logits
+    assert not torch.allclose(a[0, 2], b[0, 2])  # position 2 predicts word 3
+
+
+def test_scalar_mix_by_value():
+    mix = ScalarMix(3)
+    layers = [torch.full((1, 2, 4), float(v)) for v in (1.0, 2.0, 4.0)]
+    torch.testing.assert_close(mix(layers), torch.full((1, 2, 4), 7 / 3))
+    with torch.no_grad():
+        mix.w.copy_(torch.log(torch.tensor([0.5, 0.25, 0.25])))
+        mix.gamma.fill_(2.0)
+    torch.testing.assert_close(mix.weights, torch.tensor([0.5, 0.25, 0.25]))
+    # 2 * (0.5 * 1 + 0.25 * 2 + 0.25 * 4) = 4
+    torch.testing.assert_close(mix(layers), torch.full((1, 2, 4), 4.0))
+
+
+def test_char_cnn_shapes_and_padding_words():
+    c = ELMoConfig(vocab_size=len(ITOS), d_model=8, filters=4, widths=(1, 2, 3))
+    chars = word_chars(ITOS, width=6)
+    assert chars.shape == (len(ITOS), 6)
+    assert chars[0].eq(0).all()  # <pad>: pads only
+    assert chars[ITOS.index("the")].tolist() == [1, 4 + 19, 4 + 7, 4 + 4, 2, 0]
+    cnn = CharCNN(c)
+    out = cnn(chars[torch.tensor([[2, 3, 0], [4, 5, 6]])])
+    assert out.shape == (2, 3, 8)
+    assert out[0, 2].eq(0).all()  # a padding word is zero
+    assert word_chars(["abcdefghij"], width=5)[0].tolist() == [1, 4, 5, 6, 2]
+
+
+def test_cove_encoder_ignores_padding():
+    m = CoVe(10, 12, d=8, seed=0).eval()
+    src = torch.tensor([[2, 3, 4, 0, 0]])
+    with torch.no_grad():
+        a = m.encode(src[:, :3], src[:, :3] != 0)
+        b = m.encode(src, src != 0)
+    torch.testing.assert_close(a, b[:, :3])
+    out = m(src, src != 0, torch.tensor([[4, 5]]), torch.tensor([[5, -100]]))
+    assert out.logits.shape == (1, 2, 12) and out.loss.ndim == 0
+
+
+def test_bad_input_errors():
+    m = model()
+    with pytest.raises(ValueError, match="ids must be a"):
+        m(torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match="ids must be in"):
+        m(torch.tensor([[1, 99]]))
+    with pytest.raises(ValueError, match="valid must be"):
+        m(torch.tensor([[1, 2]]), torch.tensor([[1, 1]]))
+    with pytest.raises(ValueError, match="n_layers"):
+        ScalarMix(0)
+    with pytest.raises(ValueError, match="layers must hold 2"):
+        ScalarMix(2)([torch.zeros(1)])
+    with pytest.raises(ValueError, match="width"):
+        word_chars(ITOS, width=2)
+    with pytest.raises(ValueError, match="d_model"):
+        ELMoConfig(d_model=0)
+    with pytest.raises(ValueError, match="chars must be a"):
+        ELMo(ELMoConfig(vocab_size=5), word_chars(ITOS))
+    with pytest.raises(TypeError, match="config"):
+        ELMo({"vocab_size": 5}, word_chars(ITOS))
+    with pytest.raises(ValueError, match="chars must be"):
+        CharCNN(ELMoConfig())(torch.zeros(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="mode"):
+        R.ELMoClassifier(m, mode="tag")
+    with pytest.raises(TypeError, match="source"):
+        R.ELMoClassifier("elmo")
+
+
+def test_recipe_labels_and_translation():
+    s = "the favourite colour of ab is orange".split()
+    assert R.relation_of(s) == "colour" and R.sense_of(s) == "colour"
+    city = "ab was born in orange".split()
+    assert R.relation_of(city) == "born" and R.sense_of(city) == "city"
+    assert R.relation_of("orange is a large city in zed".split()) == "city"
+    assert R.relation_of("ab is a baker".split()) == "job"
+    assert R.word_class(s)[-1] == "adjective" and R.word_class(city)[-1] == "name"
+    (_, tgt), (_, tgt2) = R.translation_pairs([s, city])
+    assert tgt[-1] == "naranja" and tgt2[-1] == "egnaro" and tgt[0] == "eht"
+    with pytest.raises(ValueError, match="no template"):
+        R.relation_of(["hello"])
+
+
+def _mix_no_softmax(layers, w, gamma):
+    return gamma * sum(p * h for p, h in zip(w, layers))  # raw weights
+
+
+def _mix_no_gamma(layers, w, gamma):
+    return sum(p * h for p, h in zip(torch.softmax(w, 0), layers))
+
+
+def _mix_mean(layers, w, gamma):
+    return gamma * sum(layers) / len(layers)  # equal weights, whatever w says
+
+
+def _targets_forward(ids, valid):
+    keep = ids.masked_fill(~valid, -100)
+    return torch.cat([keep[:, 1:], torch.full_like(ids[:, :1], -100)], 1)
+
+
+def _targets_padding_kept(ids, valid):
+    return torch.cat([torch.full_like(ids[:, :1], -100), ids[:, :-1]], 1)
+
+
+def _targets_unshifted(ids, valid):
+    return ids.masked_fill(~valid, -100)
+
+
+WRONG_ANSWERS = {
+    "scalar mix": [_mix_no_softmax, _mix_no_gamma, _mix_mean],
+    "backward targets": [_targets_forward, _targets_padding_kept, _targets_unshifted],
+}
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG, r.message
