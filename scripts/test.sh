@@ -19,6 +19,8 @@ WORKERS=${PTLM_TEST_WORKERS:-$($PY -c "import os; print(max(1, min(4, os.cpu_cou
 PARALLEL=()
 if [ "$WORKERS" -gt 1 ]; then
   export PTLM_THREADS=${PTLM_THREADS:-1}
+  # NumPy/SciPy's BLAS (scikit-learn's probes) starts a thread per core of its own
+  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
   PARALLEL=(-n "$WORKERS" --dist loadgroup)
 fi
 $PY -m pytest tests chapters book/widgets.ipynb book/replication.ipynb --nbval-lax -p no:cacheprovider -q "${PARALLEL[@]}" "$@"
