@@ -56,9 +56,11 @@ import statistics
 import sys
 import time
 import traceback
+from types import SimpleNamespace
 
 import torch
 
+from ptlm_lite import flops
 from ptlm_lite.bert import BERT_FIELDS, BertForPreTraining
 from ptlm_lite.config import PRESETS, Config
 from ptlm_lite.corrupt import mlm_mask
@@ -286,13 +288,15 @@ def flops_per_token(
     kind: str, s: dict, T: int, V: int, head_fraction: float = 1.0
 ) -> float:
     """6·N + 12·L·T·d, N = matmul weights incl. the vocabulary head (scaled by
-    head_fraction).
+    head_fraction): the package's counter, ``ptlm_lite.flops.per_token``.
     """
-    d, L, f = s["d_model"], s["n_layer"], s["d_ff"]
-    body = L * (4 * d * d + 2 * d * f)
+    d = s["d_model"]
+    c = SimpleNamespace(
+        d_model=d, n_layer=s["n_layer"], d_ff=s["d_ff"], vocab_size=V, d_embed=0
+    )
     # BERT's head has a dense d×d before the decoder
     head = d * V + (d * d if kind == "bert" else 0)
-    return 6 * (body + head_fraction * head) + 12 * L * T * d
+    return flops.per_token(c, T, head=head_fraction * head)
 
 
 def run(kind: str, preset: str, args, peak: float) -> dict:
