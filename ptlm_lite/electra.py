@@ -100,6 +100,7 @@ def generator_config(config: ElectraConfig) -> Config:
     while d % n_head:
         n_head -= 1
     shared = {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
+    E = config.d_embed or config.d_model  # the shared tables' width
     return Config(
         **{
             **shared,
@@ -107,7 +108,7 @@ def generator_config(config: ElectraConfig) -> Config:
             "d_model": d,
             "n_head": n_head,
             "d_ff": max(1, round(config.gen_fraction * config.d_ff)),
-            "d_embed": config.d_embed or config.d_model,
+            "d_embed": E if E != d else 0,
         }
     )
 

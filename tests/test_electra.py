@@ -124,7 +124,8 @@ def test_generator_size():
     c = config()
     for f, d, h in ((0.25, 16, 1), (0.5, 32, 2), (1.0, 64, 4)):
         g = generator_config(c.replace(gen_fraction=f))
-        assert (g.d_model, g.n_head, g.n_layer, g.d_embed) == (d, h, c.n_layer, 64)
+        E = g.d_embed or g.d_model  # the shared tables' width
+        assert (g.d_model, g.n_head, g.n_layer, E) == (d, h, c.n_layer, 64)
         assert g.d_ff == round(f * c.d_ff)
     base = P.preset("electra-base")
     assert generator_config(base).d_model == 256 and base.gen_fraction == pytest.approx(

@@ -85,7 +85,8 @@ def step_flops(config: Config, batch_size: int, max_len: int, p: float = MASK_P)
     d = config.d_model
     if isinstance(config, ElectraConfig):
         gen = generator_config(config)
-        gen_head = gen.d_model * gen.d_embed + gen.d_embed * gen.vocab_size
+        E = gen.d_embed or gen.d_model  # its head goes D_gen -> E -> V
+        gen_head = gen.d_model * E + E * gen.vocab_size
         return count(gen, head=p * gen_head) + count(config, head=d * d + d)
     return count(config, head=p * (d * d + flops.head_weights(config)))
 
