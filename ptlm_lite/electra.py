@@ -1,5 +1,5 @@
-"""ELECTRA (Clark et al., 2020): a small generator fills the blanks, and the model we keep
-learns to spot its replacements at every position.
+"""ELECTRA (Clark et al., 2020): a small generator fills the blanks, and the model we
+keep learns to spot its replacements at every position.
 
     original   the chef cooked the meal
     masked     [MASK] chef [MASK] the meal      15% of the tokens, all [MASK]

@@ -92,7 +92,8 @@ def step_flops(config: Config, batch_size: int, max_len: int, p: float = MASK_P)
 
 
 def matched_steps(steps: int, config: Config, other: Config, batch_size, max_len):
-    """Steps of ``other`` that cost what ``steps`` steps of ``config`` cost (rounded)."""
+    """Steps of ``other`` that cost what ``steps`` steps of ``config`` cost
+    (rounded)."""
     ratio = step_flops(config, batch_size, max_len) / step_flops(
         other, batch_size, max_len
     )
