@@ -31,7 +31,8 @@ EXPLANATIONS = {
 
 
 def my_replaced_labels(original, corrupted, valid):
-    return ((corrupted != original) & valid).float()
+    labels = (corrupted != original).float()  # a sample equal to the original: 0
+    return labels * valid  # padding is never "replaced"
 
 
 def my_mlm_step_flops(config, batch_size, max_len, p=0.15):
