@@ -27,8 +27,9 @@ import re
 
 import torch
 
-from ..albert import ALBERT_FIELDS, AlbertConfig, AlbertForPreTraining
+from ..albert import AlbertConfig, AlbertForPreTraining
 from . import load_converted
+from .bert import config_from_hf as bert_config
 
 __all__ = ["config_from_hf", "convert_state_dict", "from_hf"]
 
@@ -53,7 +54,6 @@ _RULES = [
     (r"sop_classifier\.classifier\.", "nsp."),
 ]
 _SKIP = re.compile(r"position_ids$|token_type_ids$")  # buffers, not weights
-_ACT = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 
 
 def config_from_hf(hf_config) -> AlbertConfig:
@@ -66,27 +66,13 @@ def config_from_hf(hf_config) -> AlbertConfig:
             f"only num_hidden_groups 1 or {L} with inner_group_num 1 convert, got "
             f"{groups} and {hf_config.inner_group_num}"
         )
-    if hf_config.hidden_act not in _ACT:
-        raise ValueError(
-            f"hidden_act {hf_config.hidden_act!r} is not supported; known: "
-            f"{sorted(_ACT)}"
-        )
+    # the sizes every BERT-shaped config shares, read as for BERT (as ELECTRA does)
+    fields = bert_config(hf_config).to_dict()
     return AlbertConfig(
         **{
-            **ALBERT_FIELDS,
+            **fields,
             "share": "all" if groups == 1 else "none",
-            "vocab_size": hf_config.vocab_size,
             "d_embed": hf_config.embedding_size,
-            "d_model": hf_config.hidden_size,
-            "n_layer": L,
-            "n_head": hf_config.num_attention_heads,
-            "d_ff": hf_config.intermediate_size,
-            "max_len": hf_config.max_position_embeddings,
-            "dropout": hf_config.hidden_dropout_prob,
-            "activation": _ACT[hf_config.hidden_act],
-            "ln_eps": hf_config.layer_norm_eps,
-            "n_segment": hf_config.type_vocab_size,
-            "pad_id": hf_config.pad_token_id or 0,
         }
     )
 
