@@ -1,4 +1,4 @@
-"""ERNIE 2.0 (Baidu): continual multi-task pre-training, one encoder and a head per task.
+"""ERNIE 2.0 (Baidu): continual multi-task pre-training, one encoder, a head per task.
 
     stage 1   knowledge masking
     stage 2   knowledge masking + capitalisation + token-document relation
@@ -258,7 +258,8 @@ def sequential_schedule(stages, steps) -> list:
 
 def draw_tasks(schedule, seed: int = 0) -> list:
     """The task of every step of ``schedule``: each stage's tasks drawn with their
-    shares (:func:`ptlm_lite.mt_dnn.task_schedule`, seeded by ``seed`` and the stage)."""
+    shares (:func:`ptlm_lite.mt_dnn.task_schedule`, seeded by ``seed`` and the
+    stage)."""
     out = []
     for k, stage in enumerate(schedule):
         out += task_schedule(stage.shares, stage.steps, seed=seed * 1009 + k)

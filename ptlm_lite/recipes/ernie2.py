@@ -3,7 +3,7 @@ the continual and sequential runs, and held-out scores per task.
 
     group       task                 example                                    head
     word        knowledge_masking    ERNIE 1.0's phrase masking                 mlm
-    word        capitalisation       "kuzin vu was born in shefemo ." -> 1 1 0 0 0 1   token
+    word        capitalisation       "kuzin vu was born in shefemo ." -> 110001 token
     word        token_document       does this token occur in another sentence
                                      of the document?                           token
     structure   sentence_reordering  1-3 consecutive sentences, shuffled: which
@@ -44,6 +44,7 @@ __all__ = [
     "corpus",
     "capitalisation_example",
     "token_document_example",
+    "relevance_pools",
     "relevance_pairs",
     "pack_segments",
     "task_batches",
@@ -138,31 +139,43 @@ def token_document_example(doc, i: int, cls: int, sep: int, special=()):
     return [cls] + list(doc[i]) + [sep], [IGNORE] + targets + [IGNORE]
 
 
-def relevance_pairs(docs, names, n: int, *, generator):
+def relevance_pools(docs, names) -> dict:
+    """For each document ``d`` with a subject (``names[d]``, its tokens): the
+    sentences of its own document, of other documents that mention the name, and of
+    documents that do not: ``{d: (own, mentions, neither)}``."""
+
+    def text(ids):  # token ids as a string, so a name is found by `in`
+        return "," + ",".join(map(str, ids)) + ","
+
+    flat = [(e, s, text(s)) for e, doc in enumerate(docs) for s in doc]
+    pools = {}
+    for d, name in enumerate(names):
+        if name:
+            key = text(name)
+            pools[d] = (list(docs[d]), [], [])
+            for e, s, t in flat:
+                if e != d:
+                    pools[d][1 if key in t else 2].append(s)
+    return pools
+
+
+def relevance_pairs(docs, names, n: int, *, generator, pools=None):
     """``n`` (name, sentence) pairs, a third of each class: 0, the sentence is from the
     document about that entity; 1, from another document that mentions its name; 2,
-    from a document that does not mention it (IR relevance's strong / weak / none)."""
-
-    def mentions(sent, name):
-        k = len(name)
-        return any(sent[j : j + k] == name for j in range(len(sent) - k + 1))
-
-    subjects = [d for d, nm in enumerate(names) if nm]
+    from a document that does not mention it (IR relevance's strong / weak / none).
+    ``pools``: :func:`relevance_pools` of the same documents, computed once."""
+    pools = relevance_pools(docs, names) if pools is None else pools
+    if not pools:
+        raise ValueError("names must give at least one document a subject")
+    subjects = list(pools)
     rand = lambda k: int(torch.randint(k, (1,), generator=generator))  # noqa: E731
     out = []
     for k in range(n):
         d = subjects[rand(len(subjects))]
-        name, label = names[d], k % 3
-        pool = [
-            s
-            for e, doc in enumerate(docs)
-            if (e == d) == (label == 0)
-            for s in doc
-            if label == 0 or mentions(s, name) == (label == 1)
-        ]
-        if not pool:  # nobody mentions this one: an unrelated sentence instead
-            pool, label = [s for e in subjects if e != d for s in docs[e]], 2
-        out.append(Labelled((list(name), list(pool[rand(len(pool))])), label))
+        label = k % 3
+        pool = pools[d][label] or pools[d][2]  # nobody mentions it: an unrelated one
+        label = label if pools[d][label] else 2
+        out.append(Labelled((list(names[d]), list(pool[rand(len(pool))])), label))
     return out
 
 
@@ -192,6 +205,8 @@ def task_batches(tok, data: Corpus, batch_size: int = 16, seed: int = 0) -> dict
     special = set(tok.all_special_ids)
     sentences = [(d, i) for d, doc in enumerate(data.ids) for i in range(len(doc))]
     world = [d for d, nm in enumerate(data.names) if nm]
+    wdocs, wnames = [data.ids[d] for d in world], [data.names[d] for d in world]
+    pools = relevance_pools(wdocs, wnames)
     caps = [capitalisation_example(tok, s) for doc in data.texts for s in doc]
     masking = ernie_recipe.knowledge_batches(
         tok, data.rows, "phrase", batch_size=batch_size, seed=seed
@@ -231,30 +246,25 @@ def task_batches(tok, data: Corpus, batch_size: int = 16, seed: int = 0) -> dict
             distance_pairs(data.ids, batch_size, generator=gen(s, 4))
         ),
         "relevance": lambda s: pairs(
-            relevance_pairs(
-                [data.ids[d] for d in world],
-                [data.names[d] for d in world],
-                batch_size,
-                generator=gen(s, 5),
-            )
+            relevance_pairs(wdocs, wnames, batch_size, generator=gen(s, 5), pools=pools)
         ),
     }
 
 
 def train_schedule(
-    model, schedule, batches: dict, *, seed: int = 0, offset: int = 0, **train_kw
+    model, plan, batches: dict, *, seed: int = 0, offset: int = 0, **train_kw
 ):
-    """Train ``model`` (an :class:`~ptlm_lite.ernie2.Ernie2`) through ``schedule``: the
-    task of each step from :func:`~ptlm_lite.ernie2.draw_tasks`, its batch from
-    ``batches`` (step numbers start after ``offset``: a later stage never repeats an
-    earlier stage's batches). Returns the History with ``tasks`` (the task of every
-    step)."""
+    """Train ``model`` (an :class:`~ptlm_lite.ernie2.Ernie2`) through ``plan`` (a
+    schedule): the task of each step from :func:`~ptlm_lite.ernie2.draw_tasks`, its
+    batch from ``batches`` (step numbers start after ``offset``: a later stage never
+    repeats an earlier stage's batches). Returns the History with ``tasks`` (the task
+    of every step)."""
     from ..train import train
 
-    order = draw_tasks(schedule, seed)
+    order = draw_tasks(plan, seed)
     missing = {t for t in order if t not in batches or t not in model.heads}
     if missing:
-        raise ValueError(f"schedule has tasks without batches or a head: {missing}")
+        raise ValueError(f"plan has tasks without batches or a head: {missing}")
 
     def batch(step):  # steps count from 1
         task = order[step - 1]
