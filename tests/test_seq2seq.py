@@ -16,7 +16,7 @@ from torch import nn
 import ptlm_lite as P
 from ptlm_lite import seq2seq as S
 from ptlm_lite.output import IGNORE
-from ptlm_lite.suite.generation import summaries, summary_of
+from ptlm_lite.suite.generation import facts_copied, summaries, summary_of
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -275,6 +275,7 @@ def test_summaries_copy_facts_from_a_shuffled_document_with_a_distractor():
             )
             # the distractor: a second person's age and occupation
             assert len(re.findall(r"-year-old", ex["document"])) == 2
+            assert facts_copied([ex["summary"]], [ex])[0] == 1.0
     # the copy is not "the first age in the text" for many of them
     first_is_right = [
         re.search(r"(\d+)-year-old", ex["document"]).group(1)
@@ -300,3 +301,27 @@ def test_a_random_weights_model_scores_near_the_floor_on_summaries():
     out = S.greedy(model, src, bos_id=s["bos"], eos_id=s["eos"], max_new_tokens=20)
     text = tok.decode([t for t in out[0].tolist() if t not in (s["pad"], s["eos"])])
     assert S.rouge([text], [test[0]["summary"]])["rouge1"][0] < 0.3
+
+
+def test_facts_copied_counts_each_fact_and_ignores_spacing():
+    ex = summaries(0)["test"][0]
+    f = ex["facts"]
+    wrong = {
+        "name": "Zz Qq",
+        "age": "999",
+        "occupation": "astronaut",
+        "employer": "Nope Ltd",
+    }
+    assert facts_copied([ex["summary"].upper().replace("-", " - ")], [ex])[0] == 1.0
+    # the template with another person's facts: ROUGE-1 about half, facts 0
+    other = ex["summary"]
+    for k in f:
+        other = other.replace(f[k], wrong[k])
+    assert facts_copied([other], [ex])[0] == 0.0
+    assert S.rouge([other], [ex["summary"]])["rouge1"][0] > 0.3
+    half = ex["summary"].replace(f["age"], "999").replace(f["employer"], "Nope Ltd")
+    assert facts_copied([half], [ex])[0] == 0.5
+    with pytest.raises(ValueError, match="same length"):
+        facts_copied(["a"], [ex, ex])
+    with pytest.raises(TypeError, match="facts"):
+        facts_copied(["a"], [{"summary": "a"}])
