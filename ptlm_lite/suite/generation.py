@@ -8,8 +8,8 @@ summary from their biography.
      52-year-old musician."
 
 The document is the first three sentences of the person's biography in the synthetic
-world (age and occupation, birthplace and employer, favourite colour), shuffled, with one
-**distractor** added at a random place: the age-and-occupation
+world (age and occupation, birthplace and employer, favourite colour), shuffled, with
+one **distractor** added at a random place: the age-and-occupation
 sentence of one of their friends (of another person when they have none), so copying
 "the first age in the text" is wrong as often as not. The summary copies four things:
 the name, the age, the occupation and the employer. Every fact is in the input: this is
@@ -66,8 +66,9 @@ def summary_of(world, person) -> str:
 
 def summaries(world_seed: int = 0) -> dict[str, list[dict]]:
     """``{"train": [...], "test": [...]}`` of ``{"document": str, "summary": str,
-    "person": str, "facts": {field: str}}`` for every person of ``make_world(world_seed)``, split by the
-    suite's entity split. Same seed, same examples."""
+    "person": str, "facts": {field: str}}`` for every person of
+    ``make_world(world_seed)``, split by the suite's entity split. Same seed, same
+    examples."""
     from ..data import make_world
 
     if isinstance(world_seed, bool) or not isinstance(world_seed, int):
