@@ -115,18 +115,21 @@ def test_each_head_loss_on_a_hand_checked_batch():
     ids = torch.randint(5, 50, (2, 6), generator=gen())
     targets = torch.full((2, 6), IGNORE)
     targets[0, 1], targets[0, 3], targets[1, 2] = 1, 0, 1
-    caps = model("caps", ids, targets=targets).loss
-    assert float(caps) == pytest.approx((2 * math.log(4 / 3) + math.log(4)) / 3)
-    order = model("order", ids, labels=torch.tensor([0, 8])).loss
-    assert float(order) == pytest.approx(math.log(9))
-    words = torch.full((2, 6), IGNORE)
-    words[0, 0], words[1, 5] = 7, 9  # p(7) = 2/51, p(9) = 1/51
-    mask = model("mask", ids, targets=words).loss
-    assert float(mask) == pytest.approx((math.log(51 / 2) + math.log(51)) / 2, abs=1e-5)
-    # without targets: logits at every position
-    assert model("caps", ids).logits.shape == (2, 6, 2)
-    assert model("mask", ids).logits.shape == (2, 6, 50)
-    assert model("order", ids).logits.shape == (2, 9)
+    with torch.no_grad():
+        caps = model("caps", ids, targets=targets).loss
+        assert float(caps) == pytest.approx((2 * math.log(4 / 3) + math.log(4)) / 3)
+        order = model("order", ids, labels=torch.tensor([0, 8])).loss
+        assert float(order) == pytest.approx(math.log(9))
+        words = torch.full((2, 6), IGNORE)
+        words[0, 0], words[1, 5] = 7, 9  # p(7) = 2/51, p(9) = 1/51
+        mask = model("mask", ids, targets=words).loss
+        assert float(mask) == pytest.approx(
+            (math.log(51 / 2) + math.log(51)) / 2, abs=1e-5
+        )
+        # without targets: logits at every position
+        assert model("caps", ids).logits.shape == (2, 6, 2)
+        assert model("mask", ids).logits.shape == (2, 6, 50)
+        assert model("order", ids).logits.shape == (2, 9)
 
 
 def test_one_update_through_any_head_moves_the_shared_encoder():
@@ -257,3 +260,81 @@ def test_bad_input_errors():
         ernie2.reorder_groups(DOCS, 4, generator=None)
     with pytest.raises(ValueError, match="measure"):
         recipe.task_scores(model, {}, measure="f1")
+
+
+# ----------------------------------------------------------------------------------
+# Exercises: plausible wrong answers are rejected
+
+
+def _shares_only_new(stages):  # the sequential schedule's shares
+    return [{t: 1 / len(new) for t in new} for new in stages]
+
+
+def _shares_by_stage(stages):  # equal shares per stage, not per task
+    out, seen = [], []
+    for new in stages:
+        seen.append(list(new))
+        out.append({t: 1 / len(seen) for group in seen for t in group})
+    return out
+
+
+def _shares_first_keeps_half(stages):  # task 1 fixed at one half
+    out, seen = [], []
+    for new in stages:
+        seen += list(new)
+        rest = seen[1:]
+        out.append(
+            {seen[0]: 1.0 if not rest else 0.5, **{t: 0.5 / len(rest) for t in rest}}
+        )
+    return out
+
+
+def _reorder_within_length(order):  # the index among orders of its own length only
+    import itertools
+
+    return list(itertools.permutations(range(len(order)))).index(tuple(order))
+
+
+def _reorder_inverse(order):  # where each original segment went, not what is shown
+    inverse = [0] * len(order)
+    for j, o in enumerate(order):
+        inverse[o] = j
+    return ernie2.PERMUTATIONS.index(tuple(inverse))
+
+
+def _reorder_lexicographic_all(order):  # all orders sorted, not grouped by length
+    return sorted(ernie2.PERMUTATIONS).index(tuple(order))
+
+
+WRONG_ANSWERS = {
+    "continual stage shares": [
+        _shares_only_new,
+        _shares_by_stage,
+        _shares_first_keeps_half,
+    ],
+    "sentence reordering label": [
+        _reorder_within_length,
+        _reorder_inverse,
+        _reorder_lexicographic_all,
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG, r.message
+
+
+def test_solutions_pass():
+    import importlib
+
+    from ptlm_lite.exercises import check
+
+    sol = importlib.import_module("solutions.ernie2")
+    assert check("continual stage shares", sol.my_stage_shares)
+    assert check("sentence reordering label", sol.my_reorder_label)
