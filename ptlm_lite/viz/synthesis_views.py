@@ -11,10 +11,13 @@ they work in the static book as in a kernel; :func:`probe_explorer` is a
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
-from ._html import esc, new_figure, stable_id
+from ._html import BOOK_DPI, MIN_LABEL_PX, PIXEL_RATIO, esc, figure_to_png, new_figure
+from ._html import png_font_px, png_size
+from ._html import stable_id
 from .stepper import stepper
 from .tables import comparison_table
 
@@ -140,7 +143,7 @@ def timeline_figure(df):
     palette = ["#2f6db5", "#d1603d", "#3b9a57", "#8a5bb5", "#b58a2f", "#555", "#c2417a"]
     colours = {f: palette[i % len(palette)] for i, f in enumerate(families)}
     n = len(rows)
-    fig = new_figure((6.0, 1.6 + 0.3 * n))
+    fig = new_figure((5.0, 1.4 + 0.24 * n))
     ax = fig.add_subplot()
     years = sorted({int(y) for y in rows["year"]})
     for k, (_, r) in enumerate(rows.iterrows()):
@@ -162,3 +165,26 @@ def timeline_figure(df):
         ax.spines[side].set_visible(False)
     fig.tight_layout()
     return fig
+
+
+def timeline(df):
+    """:func:`timeline_figure` as an inline image in a 256-colour palette (a third of
+    the plain PNG: the page carries many views). Displays as HTML. Chapter: the
+    synthesis."""
+    import base64
+
+    from IPython.display import HTML
+
+    png = figure_to_png(timeline_figure(df), dpi=BOOK_DPI, scale=PIXEL_RATIO)
+    width, px = round(png_size(png)[0] / PIXEL_RATIO), png_font_px(png)
+    # never narrower than the width at which its smallest text is 10 CSS px (a phone
+    # scrolls it sideways instead), as figure_to_html does
+    least = (
+        min(width, math.ceil(width * MIN_LABEL_PX / (px / PIXEL_RATIO))) if px else 0
+    )
+    b64 = base64.b64encode(png).decode("ascii")
+    return HTML(
+        f'<div style="overflow-x:auto"><img src="data:image/png;base64,{b64}" '
+        f'alt="the book\'s models by year" width="{width}" '
+        f'style="max-width:100%;min-width:{least}px;height:auto"></div>'
+    )
