@@ -28,7 +28,8 @@ _ED = "encoder: bidirectional; decoder: left-to-right"
 DECLARED: dict[str, dict] = {
     # stem: model, year, family, LM type, extractor, context, highlight | arch, kinds
     "word_vectors": dict(
-        row=("word2vec, GloVe, fastText", 2013, "static vectors", "none (co-occurrence)",
+        row=("word2vec, GloVe, fastText", 2013, "static vectors",
+             "none (co-occurrence)",
              "shallow (log-bilinear)", "none: one vector per word",
              "the embedding table as the first pre-trained layer"),
         arch="static", kinds=("none",), tiny=None, paper=None),
@@ -110,7 +111,8 @@ DECLARED: dict[str, dict] = {
         row=("UniLM", 2019, "encoder-decoders", "AE + AR + seq2seq, one model", _ENC,
              "bidirectional, left-to-right or prefix, by mask",
              "three self-attention masks, shared weights"),
-        arch="unilm", kinds=(_BI, _L2R, "prefix"), tiny="bert-tiny", paper="bert-large"),
+        arch="unilm", kinds=(_BI, _L2R, "prefix"), tiny="bert-tiny",
+        paper="bert-large"),
     "bart": dict(
         row=("BART", 2019, "encoder-decoders", _S2S + " (denoising)", _ENCDEC, _ED,
              "any noising function, then reconstruct"),
@@ -125,7 +127,8 @@ DECLARED: dict[str, dict] = {
         arch="encdec", kinds=(_BI, _L2R), tiny="encdec", paper="transformer-big"),
     "transformer_xl": dict(
         row=("Transformer-XL", 2019, "long context", _AR, _DEC + " + segment memory",
-             "left-to-right, across segments", "segment recurrence, relative positions"),
+             "left-to-right, across segments",
+             "segment recurrence, relative positions"),
         arch="txl", kinds=("segment-recurrent",), tiny="txl-tiny", paper=None),
     "xlnet": dict(
         row=("XLNet", 2019, "long context", "autoregressive (permutation LM)",

@@ -1,5 +1,6 @@
 """The scoreboard of claims: every verdict the book's chapters printed, read back from
-the records they left, never retyped (the synthesis chapter, ``chapters/synthesis.ipynb``).
+the records they left, never retyped (the synthesis chapter,
+``chapters/synthesis.ipynb``).
 
 Three records, each written by the book's own scripts:
 
@@ -325,7 +326,8 @@ def essay(models, board) -> str:
     )
     rep = [f"{_share(same, n)} *{v}*" for v, (n, same) in sorted(by.items())]
     out.append(
-        f"**What replicated.** With a fresh set of seeds, {_share(s['same'], s['paired'])}"
+        "**What replicated.** With a fresh set of seeds, "
+        f"{_share(s['same'], s['paired'])}"
         f" of the verdicts came out in the same category (by verdict: "
         f"{'; '.join(rep)} kept their category)."
     )

@@ -15,9 +15,9 @@ else is measured:
   on PyTorch's ``meta`` device, so a 340M-weight model costs no memory);
 - **FLOPs per token** from :mod:`ptlm_lite.flops`.
 
-The rows come from ``_toc.yml`` (:func:`ptlm_lite.scoreboard.toc_chapters`), so a chapter
-that lands later gets a row by itself: measured where its architecture has a probe,
-"not declared" where :data:`DECLARED` has no entry yet.
+The rows come from ``_toc.yml`` (:func:`ptlm_lite.scoreboard.toc_chapters`), so a
+chapter that lands later gets a row by itself: measured where its architecture has a
+probe, "not declared" where :data:`ptlm_lite.articles.DECLARED` has no entry yet.
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ def _tiny_model(name: str, vocab: int = 256):
     cls = {
         "gpt": "gpt.GPT", "gpt2": "gpt.GPT", "bert": "bert.Bert",
         "roberta": "roberta.Roberta", "albert": "albert.Albert",
-        "electra": "electra.ElectraForPreTraining", "txl": "transformer_xl.TransformerXL",
+        "electra": "electra.ElectraForPreTraining",
+        "txl": "transformer_xl.TransformerXL",
         "xlnet": "xlnet.XLNet", "reformer": "reformer.Reformer",
     }[name.rsplit("-", 1)[0]]  # fmt: skip
     import importlib
@@ -149,7 +150,7 @@ def _plain(out: str):
     def make(name, scale):
         m = _tiny_model(name).eval()
         if out == "bert":
-            run = lambda x: m.bert(x).last_hidden if hasattr(m, "bert") else m(x)[0]  # noqa: E731
+            run = lambda x: m.bert(x).last_hidden  # noqa: E731
         else:
             run = lambda x: m(x).logits  # noqa: E731
         label = "logits" if out == "logits" else "last hidden"
@@ -432,7 +433,8 @@ def lm_type_table(models, board):
         rows.append(
             {"LM type": key, **{f"{k} (declared)": v for k, v in said.items()},
              "chapters": len(mine), "contexts measured": ", ".join(kinds),
-             "claims": len(claims), "shows up": int((claims["tiny"] == "shows up").sum()),
+             "claims": len(claims),
+             "shows up": int((claims["tiny"] == "shows up").sum()),
              "same verdict, fresh seeds": f"{(paired['replicated'] == 'yes').sum()} of "
              f"{len(paired)}"}
         )  # fmt: skip
@@ -458,7 +460,8 @@ def extractor_table(models, throughput=None):
         best = None
         if key == "Transformer" and throughput is not None and len(throughput):
             top = throughput.sort_values("tokens/s (ptlm_lite)").iloc[-1]
-            best = f"{top['tokens/s (ptlm_lite)']:,.0f} tokens/s ({top['model']}, {top['device']})"
+            rate = f"{top['tokens/s (ptlm_lite)']:,.0f} tokens/s"
+            best = f"{rate} ({top['model']}, {top['device']})"
         rows.append(
             {"extractor": key, **{f"{k} (declared)": v for k, v in said.items()},
              "chapters": ", ".join(mine["model"]) or "–",

@@ -20,4 +20,6 @@ EXPLANATIONS = {
 def my_is_left_to_right(D):
     T = D.shape[0]
     off = ~torch.eye(T, dtype=torch.bool)
-    return bool(torch.equal(D & off, torch.tril(torch.ones(T, T, dtype=torch.bool), -1)))
+    return bool(
+        torch.equal(D & off, torch.tril(torch.ones(T, T, dtype=torch.bool), -1))
+    )

@@ -1,5 +1,5 @@
-"""The synthesis chapter's machinery (ptlm_lite/scoreboard.py, synthesis.py, articles.py,
-viz/synthesis_views.py; issue 31).
+"""The synthesis chapter's machinery (ptlm_lite/scoreboard.py, synthesis.py,
+articles.py, viz/synthesis_views.py; issue 31).
 
 Every model chapter of _toc.yml has a row in the model table and its verdicts in the
 scoreboard. A chapter in _toc.yml without an executed record yet (one being written

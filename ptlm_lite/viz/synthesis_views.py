@@ -34,7 +34,8 @@ _JS = """<script>(function () {
   var buttons = root.querySelectorAll('button.ptlm-view-button');
   var panes = root.querySelectorAll('div.ptlm-view-pane');
   function show(k) {
-    Array.prototype.forEach.call(panes, function (p, i) { p.style.display = i === k ? '' : 'none'; });
+    Array.prototype.forEach.call(panes, function (p, i) {
+      p.style.display = i === k ? '' : 'none'; });
     Array.prototype.forEach.call(buttons, function (b, i) {
       b.setAttribute('aria-pressed', i === k ? 'true' : 'false');
       b.style.fontWeight = i === k ? '700' : '400'; });
