@@ -300,21 +300,25 @@ def essay(models, board) -> str:
     yes = probed[probed["confirmed"] == "yes"]
     no = probed[probed["confirmed"] == "no"]
     cached = models[models["measured on"].str.startswith("cached", na=False)]
-    out = [
-        f"**What the probe says.** Of the {len(models)} model chapters in the table of "
-        f"contents, {len(probed)} have a declared context and a probe; for "
-        f"{_share(len(yes), len(probed))} the context the probe measured is the one "
-        "the articles declare"
-        + (
-            f", and for {', '.join(no['model'])} it is not."
-            if len(no)
-            else ": no declared direction was contradicted."
-        )
-        + f" {len(cached)} of them were measured on the pre-trained models the "
-        f"chapters cached ({', '.join(cached['model'])}); the rest on a random-weights "
-        "model of the same class, which is enough for a question the architecture "
-        "answers, not for any question of quality."
-    ]
+    if not len(probed):
+        out = ["**What the probe says.** No model was probed in this run."]
+    else:
+        out = [
+            "**What the probe says.** Of the "
+            f"{len(models)} model chapters in the table of "
+            f"contents, {len(probed)} have a declared context and a probe; for "
+            f"{_share(len(yes), len(probed))} the context the probe measured is the one "
+            "the articles declare"
+            + (
+                f", and for {', '.join(no['model'])} it is not."
+                if len(no)
+                else ": no declared direction was contradicted."
+            )
+            + f" {len(cached)} of them were measured on the pre-trained models the "
+            f"chapters cached ({', '.join(cached['model'])}); the rest on a "
+            "random-weights model of the same class or shape, which is enough for a question the architecture "
+            "answers, not for any question of quality."
+        ]
     by = s["by_verdict"]
     counts = {v: int((board["tiny"] == v).sum()) for v in VERDICTS}
     parts = ", ".join(f"{counts[v]} *{v}*" for v in VERDICTS)
@@ -323,6 +327,24 @@ def essay(models, board) -> str:
         f"the book's rule: {parts}. A claim that *shows up* here showed up in a model "
         "of a few hundred thousand weights trained for seconds; one that is *too "
         "noisy to tell* is not refuted, it was not measured precisely enough."
+    )
+    ok = board[board["status"] == "ok"]
+    family = dict(zip(models["chapter"], models["family"]))
+    held = ok.assign(family=ok["chapter"].map(family), held=ok["tiny"] == SHOWS_UP)
+    rate = held.groupby("family", sort=False)["held"].agg(["sum", "count"])
+    rate = rate.assign(share=rate["sum"] / rate["count"]).sort_values("share")
+    against = ok.loc[ok["tiny"] == VERDICTS[1], "model"]
+    out.append(
+        "By family, the share of claims that showed up runs from "
+        f"{rate['share'].iloc[0]:.0%} ({rate.index[0]}) to "
+        f"{rate['share'].iloc[-1]:.0%} ({rate.index[-1]}). "
+        + (
+            f"The opposite of the claim showed up {len(against)} times, in "
+            f"{', '.join(dict.fromkeys(against))}: there the small scale disagrees "
+            "with the paper."
+            if len(against)
+            else "No claim came out the opposite way."
+        )
     )
     rep = [f"{_share(same, n)} *{v}*" for v, (n, same) in sorted(by.items())]
     out.append(
