@@ -307,7 +307,8 @@ def essay(models, board) -> str:
             "**What the probe says.** Of the "
             f"{len(models)} model chapters in the table of "
             f"contents, {len(probed)} have a declared context and a probe; for "
-            f"{_share(len(yes), len(probed))} the context the probe measured is the one "
+            f"{_share(len(yes), len(probed))} the context the probe measured is the "
+            "one "
             "the articles declare"
             + (
                 f", and for {', '.join(no['model'])} it is not."
@@ -316,7 +317,8 @@ def essay(models, board) -> str:
             )
             + f" {len(cached)} of them were measured on the pre-trained models the "
             f"chapters cached ({', '.join(cached['model'])}); the rest on a "
-            "random-weights model of the same class or shape, which is enough for a question the architecture "
+            "random-weights model of the same class or shape, which is enough for a "
+            "question the architecture "
             "answers, not for any question of quality."
         ]
     by = s["by_verdict"]
