@@ -23,3 +23,15 @@ def my_is_left_to_right(D):
     return bool(
         torch.equal(D & off, torch.tril(torch.ones(T, T, dtype=torch.bool), -1))
     )
+
+
+def my_prefix_length(D):
+    T = D.shape[0]
+    off = ~torch.eye(T, dtype=torch.bool)
+    below = torch.tril(torch.ones(T, T, dtype=torch.bool), -1)
+    for p in range(2, T):
+        want = below.clone()
+        want[:p, :p] = True
+        if torch.equal(D & off, want & off):
+            return p
+    return None

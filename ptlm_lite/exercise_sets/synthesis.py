@@ -27,6 +27,22 @@ def _is_left_to_right():
     return reference, cases
 
 
+@register_exercise("prefix length", "synthesis", "my_prefix_length")
+def _prefix_length():
+    from .. import masks, probe
+
+    def reference(D):
+        found = probe.kind_of(D)
+        return found.prefix if found.kind == "prefix" else None
+
+    cases = [(masks.prefix_mask(6, p),) for p in (2, 3, 5)]
+    cases += [(masks.causal_mask(6),), (torch.ones(5, 5, dtype=torch.bool),)]
+    odd = masks.prefix_mask(6, 3).clone()
+    odd[5, 0] = False  # one token of the prefix not seen: no prefix LM
+    cases.append((odd,))
+    return reference, cases
+
+
 register_question(
     "why a stand-in is enough",
     "synthesis",
