@@ -65,26 +65,31 @@ def toc_chapters(root=None) -> list[dict]:
     "part", "title"}`` per ``chapters/*`` entry (the synthesis itself left out; the
     title is the notebook's first heading, ``None`` while the file does not exist).
     Chapter: the synthesis."""
-    import yaml
-
     root = _root(root)
-    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
-    out = []
-    for part in toc.get("parts", []):
-        for entry in part.get("chapters", []):
-            file = str(entry.get("file", ""))
-            stem = file.rsplit("/", 1)[-1]
-            if not file.startswith("chapters/") or stem in SKIP:
-                continue
-            nb = root / f"{file}.ipynb"
-            out.append(
-                {
-                    "stem": stem,
-                    "file": f"{file}.ipynb",
-                    "part": part.get("caption", ""),
-                    "title": _title(nb) if nb.is_file() else None,
-                }
-            )
+    out, part = [], ""
+    # _toc.yml's parts and chapters, read line by line (no YAML library needed: the
+    # file is ours and keeps this shape)
+    for line in (root / "_toc.yml").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\s*- caption:\s*(.+?)\s*$", line)
+        if m:
+            part = m.group(1).strip("\"'")
+            continue
+        m = re.match(r"\s*- file:\s*(chapters/\S+?)\s*$", line)
+        if not m:
+            continue
+        file = m.group(1)
+        stem = file.rsplit("/", 1)[-1]
+        if stem in SKIP:
+            continue
+        nb = root / f"{file}.ipynb"
+        out.append(
+            {
+                "stem": stem,
+                "file": f"{file}.ipynb",
+                "part": part,
+                "title": _title(nb) if nb.is_file() else None,
+            }
+        )
     return out
 
 

@@ -217,3 +217,32 @@ def test_probe_explorer_and_timeline():
     assert "ptlm-probe" in box._dom_classes and "ptlm-stepper" in box._dom_classes
     table = synthesis.model_table(CHAPTERS, {}, None)
     assert "<img" in synthesis_views.timeline(table).data
+
+
+# --- plausible wrong answers to the chapter's exercises (tests/test_exercises.py)
+
+
+def _l2r_with_diagonal(D):  # compares the diagonal too: a model need not see itself
+    return bool(torch.equal(D, torch.tril(torch.ones_like(D))))
+
+
+def _l2r_subset(D):  # "nothing from the future" is not "everything from the past"
+    return not bool(torch.triu(D, 1).any())
+
+
+def _prefix_from_first_row(D):  # counts the first row's keys: a causal mask gives 1
+    p = int(D[0].sum())
+    return p if p < D.shape[0] else None
+
+
+def _prefix_any_block(D):  # a square block at the top is not enough
+    p = 1
+    while p < D.shape[0] and bool(D[: p + 1, : p + 1].all()):
+        p += 1
+    return p if 1 < p < D.shape[0] else None
+
+
+WRONG_ANSWERS = {
+    "is left-to-right": [_l2r_with_diagonal, _l2r_subset],
+    "prefix length": [_prefix_from_first_row, _prefix_any_block],
+}
