@@ -162,6 +162,8 @@ def test_comparison_tables_filter_and_sort(browser, base_url, site):
     for path, _, i, t in each_element(
         browser, base_url, site, "ptlm-table", ".ptlm-table"
     ):
+        if not t.is_visible():
+            continue  # a view a switcher hides: test_synthesis_views_* operates it
         t.scroll_into_view_if_needed()
         rows = visible_rows(t)
         term = t.locator("tbody tr").first.locator("td").first.inner_text().strip()
@@ -481,3 +483,53 @@ def test_elmo_explorer_shows_each_view(browser, base_url, site):
         )
         assert not visit.errors, f"{path}: errors in the explorer: {visit.errors}"
         checked += 1
+
+
+def test_synthesis_views_switch_filter_and_sort(browser, base_url, site):
+    """chapters/synthesis.ipynb: each table switcher (``ptlm-views``) shows one view
+    per button, the one clicked, and the table in it filters and sorts in the static
+    book; the scoreboard's links lead to a chapter's section."""
+    checked, links = 0, 0
+    for path, visit, i, box in each_element(
+        browser, base_url, site, "ptlm-views", ".ptlm-views"
+    ):
+        box.scroll_into_view_if_needed()
+        buttons = box.locator("button.ptlm-view-button")
+        panes = box.locator("div.ptlm-view-pane")
+        assert buttons.count() >= 2 and buttons.count() == panes.count()
+        for b in range(buttons.count()):
+            label = buttons.nth(b).inner_text().strip()
+            buttons.nth(b).click()
+            shown = [k for k in range(panes.count()) if panes.nth(k).is_visible()]
+            assert shown == [b], f"{path}: switcher {i}: clicked {label!r}, saw {shown}"
+            pane = panes.nth(b)
+            assert f"view: {label}" in pane.locator("caption").inner_text()
+            table = pane.locator(".ptlm-table")
+            rows = visible_rows(table)
+            if not rows:
+                continue
+            term = table.locator("tbody tr").first.locator("td").first.inner_text()
+            table.locator("input.ptlm-filter").fill(term.strip())
+            kept = visible_rows(table)
+            assert 0 < len(kept) <= len(rows)
+            assert all(term.strip().lower() in r.lower() for r in kept)
+            table.locator("input.ptlm-filter").fill("")
+            assert len(visible_rows(table)) == len(rows)
+            header = table.locator("thead th").first
+            header.click()
+            up = table.locator("tbody tr td:first-child").all_inner_texts()
+            header.click()
+            down = table.locator("tbody tr td:first-child").all_inner_texts()
+            assert down == up[::-1]
+            for a in pane.locator("td a[href*='.html#']").all()[:3]:
+                href = a.get_attribute("href")
+                target = (site / path).parent / href.split("#")[0]
+                assert target.exists(), f"{path}: a link to {href} leads nowhere"
+                anchor = href.split("#")[1]
+                html = target.read_text(encoding="utf-8")
+                assert f'id="{anchor}"' in html, f"{path}: no section {href}"
+                links += 1
+        assert not visit.errors, f"{path}: errors in the switcher: {visit.errors}"
+        checked += 1
+    assert checked >= 2, "chapters/synthesis.ipynb shows at least two switchers"
+    assert links > 0, "no link to a chapter's section was checked"
