@@ -159,13 +159,24 @@ class DiscriminatorHead(nn.Module):
 
 def sample_replacements(logits: torch.Tensor, generator=None) -> torch.Tensor:
     """One token per row of ``logits`` (N, V), sampled from its softmax (not the argmax:
-    the paper found sampling essential). No gradient flows through the sample."""
+    the paper found sampling essential). No gradient flows through the sample.
+
+    Inverse-CDF sampling: one uniform number per row, looked up in the row's cumulative
+    probabilities (the first token whose cumulative probability exceeds it, so a token
+    of probability 0 is never drawn). The same distribution as ``torch.multinomial``,
+    several times cheaper on a CPU at a vocabulary of 1,024 (multinomial was ~10% of a
+    tiny ELECTRA step)."""
     if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
         raise TypeError("logits must be an (N, V) float tensor")
     probs = logits.detach().float().softmax(-1)
     if not len(probs):
         return torch.zeros(0, dtype=torch.long, device=logits.device)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    cdf = probs.cumsum(-1)
+    # u in [0, total): the row's own total, so rounding in the sum never runs off the end
+    u = torch.rand(len(probs), 1, generator=generator, device=probs.device)
+    u = u * cdf[:, -1:]
+    picked = torch.searchsorted(cdf, u, right=True).squeeze(-1)
+    return picked.clamp_(max=probs.shape[-1] - 1)
 
 
 def replace_tokens(ids, targets, sampled) -> tuple[torch.Tensor, torch.Tensor]:

@@ -67,9 +67,10 @@ def test_forward_labels_follow_the_sample():
     assert torch.equal(c[~sel], original[~sel])  # unmasked positions: the original
     assert torch.equal(r.bool(), (c != original) & batch["valid"])
     assert (r[~sel] == 0).all()
-    assert (
-        c != MASK
-    ).all()  # the discriminator never reads [MASK] (V has no MASK here)
+    # every [MASK] of the input is gone: a masked position holds the generator's draw
+    # (an untrained generator may draw [MASK] itself, as any token; a trained one
+    # never does, [MASK] never being a target)
+    assert (batch["ids"][sel] == MASK).all() and (c[~sel] != MASK).all()
     assert out.logits.shape == original.shape
     assert set(out.extra) >= {"mlm_loss", "disc_loss", "corrupted", "replaced"}
     w = model.config.disc_weight
@@ -92,6 +93,71 @@ def test_an_exact_generator_replaces_nothing():
     orig, corrupted = replace_tokens(batch["ids"], batch["targets"], sampled)
     assert torch.equal(corrupted, original)
     assert replaced_labels(orig, corrupted, batch["valid"]).sum() == 0
+
+
+def test_sampling_follows_the_softmax():
+    """Inverse-CDF sampling draws each token at its softmax probability, never one of
+    probability 0, and follows its generator."""
+    probs = torch.tensor([0.1, 0.0, 0.6, 0.3, 0.0])
+    logits = probs.log().expand(40_000, -1)
+    g = torch.Generator().manual_seed(0)
+    drawn = sample_replacements(logits, generator=g)
+    share = torch.bincount(drawn, minlength=5) / len(drawn)
+    assert share[1] == 0 and share[4] == 0  # probability 0: never
+    assert torch.allclose(share, probs, atol=0.01)
+    again = sample_replacements(logits, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(drawn, again)
+    assert sample_replacements(torch.zeros(0, 5)).shape == (0,)
+
+
+def test_cached_batches_are_made_once():
+    made = []
+
+    def batches(step):
+        made.append(step)
+        return {"ids": torch.full((2, 3), step)}
+
+    get = R.cached(batches)
+    assert get(4) is get(4) and made == [4]
+    assert int(get(5)["ids"][0, 0]) == 5 and made == [4, 5]
+    with pytest.raises(TypeError, match="batches must be a function"):
+        R.cached([1, 2])
+
+
+def test_zero_shot_rows_shared_across_models():
+    """Scoring with rows made once gives what scoring from the task gives, one 1/0
+    per test question; the model's mode comes back as it was."""
+    from types import SimpleNamespace
+
+    class Tok:  # one id per character
+        def __init__(self):
+            self.special_ids = {"pad": PAD, "cls": CLS, "sep": SEP, "mask": MASK}
+
+        def encode(self, text):
+            return [7 + ord(c) % (V - 7) for c in text]
+
+    test = [
+        {"context": "the sky is", "endings": ["blue", "a cook"], "label": 0},
+        {"context": "she works as", "endings": ["red", "a cook"], "label": 1},
+        {"context": "it is", "endings": ["green", "a baker"], "label": 0},
+    ]
+    task = SimpleNamespace(kind="choice", test=test)
+    tok = Tok()
+    rows = R.choice_rows(task, tok)
+    assert rows["ids"].shape[0] == 6 and rows["n_choices"] == 2
+    assert rows["ending"][0].sum() == len(tok.encode(" blue"))
+    models = [ElectraForPreTraining(config(), seed=s) for s in (0, 1)]
+    for m in models:
+        m.train()
+        shared = R.zero_shot_choice(m, task, tok, rows=rows)
+        alone = R.zero_shot_choice(m, task, tok, batch_size=4)
+        assert shared.shape == (3,) and set(shared) <= {0.0, 1.0}
+        assert (shared == alone).all() and m.training
+    other = SimpleNamespace(kind="choice", test=test[:2])
+    with pytest.raises(ValueError, match="rows must be choice_rows"):
+        R.zero_shot_choice(models[0], other, tok, rows=rows)
+    with pytest.raises(ValueError, match="choice task"):
+        R.choice_rows(SimpleNamespace(kind="classification", test=test), tok)
 
 
 def test_embeddings_are_one_tensor():

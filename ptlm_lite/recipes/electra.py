@@ -33,9 +33,11 @@ __all__ = [
     "LR",
     "masking",
     "pretraining_batches",
+    "cached",
     "step_flops",
     "matched_steps",
     "pretrain",
+    "choice_rows",
     "zero_shot_choice",
 ]
 
@@ -48,7 +50,8 @@ PRETRAIN_KW = {
 # each model's peak learning rate. The MLM's are the BERT chapter's (5e-3 gets a tiny
 # masked LM past its unigram plateau in a few hundred steps); at that rate the tiny
 # discriminator stays at the base rate ("nothing is replaced") for hundreds of steps,
-# while at 1e-3 it starts catching replacements within ~100 (pilot runs, seed 0)
+# while at 1e-3 it starts catching replacements after 50-60 steps (pilot runs, seeds
+# 0-5: none caught at step 50 in five of them, 8-21% caught from step 60 on in all six)
 LR = {
     "tiny": {"electra": 1e-3, "mlm": 5e-3},
     "small": {"electra": 5e-4, "mlm": 1e-3},
@@ -71,6 +74,23 @@ def pretraining_batches(tok, *, corrupt=None, corpora=("world",), **kw):
 
     def batch(step: int) -> dict:
         return {k: v for k, v in batches(step).items() if k != "nsp_labels"}
+
+    return batch
+
+
+def cached(batches):
+    """``batches`` (``step -> batch``) keeping every batch it makes, so that a second
+    run on the same seed reads the same tensors instead of drawing and masking them
+    again (the chapter's ablations re-read the main runs' first steps). Nothing but
+    the time changes: a step's batch is fixed by ``(seed, step)`` anyway."""
+    if not callable(batches):
+        raise TypeError(f"batches must be a function step -> batch, got {batches!r}")
+    kept = {}
+
+    def batch(step: int) -> dict:
+        if step not in kept:
+            kept[step] = batches(step)
+        return kept[step]
 
     return batch
 
@@ -126,26 +146,21 @@ def pretrain(model, *, steps: int, tok, seed: int = 0, batches=None, **kw):
     )
 
 
-@torch.no_grad()
-def zero_shot_choice(model, task, tok, batch_size: int = 256) -> np.ndarray:
-    """Each test question of a choice ``task`` answered by the discriminator alone, with
-    no fine-tuning: every ending is written into its context (``context + " " + ending
-    + "."``) and the one whose tokens look least *replaced* (lowest mean logit) is the
-    answer. Returns 1/0 per test example (a verdict's per-example row).
-    ``model``: an :class:`~ptlm_lite.electra.ElectraForPreTraining`."""
-    if not isinstance(model, ElectraForPreTraining):
-        raise TypeError(
-            f"model must be an ElectraForPreTraining, got {type(model).__name__}"
-        )
+def choice_rows(task, tok) -> dict:
+    """A choice ``task``'s test questions as the discriminator reads them, made once
+    for every model :func:`zero_shot_choice` scores: each ending written into its
+    context (``[CLS] context ending . [SEP]``), padded. Returns ``ids`` (rows, T),
+    ``ending`` (bool, rows x T: the ending's tokens), ``n_choices`` and ``labels``."""
     if getattr(task, "kind", None) != "choice":
         raise ValueError("task must be a choice task (suite.get('slot_filler'))")
     ids = tok.special_ids
     rows, spans = [], []
+    dot = tok.encode(".")
     for e in task.test:
         context = tok.encode(e["context"])
         for ending in e["endings"]:
             end = tok.encode(" " + ending)
-            rows.append([ids["cls"], *context, *end, *tok.encode("."), ids["sep"]])
+            rows.append([ids["cls"], *context, *end, *dot, ids["sep"]])
             spans.append((1 + len(context), 1 + len(context) + len(end)))
     T = max(len(r) for r in rows)
     x = torch.full((len(rows), T), ids["pad"], dtype=torch.long)
@@ -153,16 +168,45 @@ def zero_shot_choice(model, task, tok, batch_size: int = 256) -> np.ndarray:
     for i, (r, (a, b)) in enumerate(zip(rows, spans)):
         x[i, : len(r)] = torch.tensor(r)
         ending[i, a:b] = True
+    return {
+        "ids": x,
+        "ending": ending,
+        "n_choices": len(task.test[0]["endings"]),
+        "labels": np.array([e["label"] for e in task.test]),
+        "pad": ids["pad"],
+    }
+
+
+@torch.no_grad()
+def zero_shot_choice(
+    model, task, tok, batch_size: int = 1024, rows: dict | None = None
+) -> np.ndarray:
+    """Each test question of a choice ``task`` answered by the discriminator alone, with
+    no fine-tuning: every ending is written into its context (``context + " " + ending
+    + "."``) and the one whose tokens look least *replaced* (lowest mean logit) is the
+    answer. Returns 1/0 per test example (a verdict's per-example row).
+    ``model``: an :class:`~ptlm_lite.electra.ElectraForPreTraining`; ``rows``:
+    :func:`choice_rows` of ``task`` (made here when not given: pass them to score many
+    models on one encoding)."""
+    if not isinstance(model, ElectraForPreTraining):
+        raise TypeError(
+            f"model must be an ElectraForPreTraining, got {type(model).__name__}"
+        )
+    rows = choice_rows(task, tok) if rows is None else rows
+    x, ending = rows["ids"], rows["ending"]
+    if len(x) != rows["n_choices"] * len(task.test):
+        raise ValueError("rows must be choice_rows(task, tok) of this task")
+    was_training = model.training
     model.eval()
     logits = torch.cat(
         [
-            model(x[i : i + batch_size], valid=x[i : i + batch_size] != ids["pad"])
+            model(x[i : i + batch_size], valid=x[i : i + batch_size] != rows["pad"])
             .logits.float()
             .cpu()
             for i in range(0, len(x), batch_size)
         ]
     )
+    model.train(was_training)
     score = (logits * ending).sum(1) / ending.sum(1)  # mean "replaced" logit
-    n_choices = len(task.test[0]["endings"])
-    picked = score.view(len(task.test), n_choices).argmin(1).numpy()
-    return (picked == np.array([e["label"] for e in task.test])).astype(float)
+    picked = score.view(len(task.test), rows["n_choices"]).argmin(1).numpy()
+    return (picked == rows["labels"]).astype(float)
