@@ -317,3 +317,67 @@ def test_recipe_batches_cloze_and_summaries():
     assert set(batch) == {"src", "tgt_in", "tgt_out"}
     texts = recipe.summarise(m, tok, batch["src"], max_new_tokens=4)
     assert len(texts) == 4 and all(isinstance(t, str) for t in texts)
+
+
+# ----------------------------------------------------------------------------------
+# The exercises: plausible wrong answers are rejected, the solutions pass
+
+
+def _noise_target_keeps_masks(tokens, start, k, mask_id):
+    return tokens[:start] + [mask_id] * k + tokens[start + k :], [mask_id] * k
+
+
+def _noise_drops_fragment(tokens, start, k, mask_id):  # BART-like: one mask, shorter
+    return tokens[:start] + [mask_id] + tokens[start + k :], tokens[start : start + k]
+
+
+def _noise_off_by_one(tokens, start, k, mask_id):
+    s = start + 1
+    return tokens[:s] + [mask_id] * k + tokens[s + k :], tokens[s : s + k]
+
+
+def _reads_sees_itself(m, start, k):
+    out = reads(m, start, k)
+    out[:, start : start + k] += 2 * torch.eye(k, dtype=torch.long)
+    return out
+
+
+def _reads_all_encoder(m, start, k):
+    out = torch.ones(k, m, dtype=torch.long)
+    out[:, start : start + k] = 0
+    return out
+
+
+def _reads_decoder_sees_all(m, start, k):
+    out = torch.ones(k, m, dtype=torch.long)
+    out[:, start : start + k] = 2
+    return out
+
+
+WRONG_ANSWERS = {
+    "mass noise at a given start": [
+        _noise_target_keeps_masks, _noise_drops_fragment, _noise_off_by_one,
+    ],
+    "what each MASS prediction reads": [
+        _reads_sees_itself, _reads_all_encoder, _reads_decoder_sees_all,
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_plausible_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG and not r, r.message
+
+
+def test_solutions_pass():
+    from ptlm_lite.exercise_keys import solutions_module
+    from ptlm_lite.exercises import check
+
+    S = solutions_module("mass")
+    assert check("mass noise at a given start", S.my_mass_noise)
+    assert check("what each MASS prediction reads", S.my_reads)
