@@ -36,6 +36,7 @@ __all__ = [
     "sentence_permutation",
     "document_rotation",
     "infilling_spans",
+    "fill_spans",
     "NOISES",
 ]
 
@@ -110,7 +111,9 @@ def infilling_spans(n: int, generator, *, p: float = 0.3, lam: float = 3.0):
     _check_generator(generator)
     p = _check_fraction("p", p, 0.5, closed=True)
     if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not lam > 0:
-        raise ValueError(f"lam must be a number > 0 (the mean span length), got {lam!r}")
+        raise ValueError(
+            f"lam must be a number > 0 (the mean span length), got {lam!r}"
+        )
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative int (tokens), got {n!r}")
     m = round(p * n)
@@ -149,11 +152,26 @@ def text_infilling(
     _check_generator(generator)
     mask_id = _check_id("mask_id", mask_id)
     flat = _flat(doc)
+    spans = infilling_spans(len(flat), generator, p=p, lam=lam)
+    return Pair(source=fill_spans(flat, spans, mask_id), target=flat)
+
+
+def fill_spans(tokens: Sequence[int], spans, mask_id: int) -> list[int]:
+    """``tokens`` with each ``(start, length)`` span of ``spans`` (sorted, not
+    overlapping) replaced by one ``mask_id``; a length-0 span inserts a ``mask_id``
+    before ``tokens[start]``. ``fill_spans([7, 8, 9], [(0, 0), (1, 2)], 4)`` is
+    ``[4, 7, 4]``."""
+    mask_id = _check_id("mask_id", mask_id)
     source, i = [], 0
-    for start, length in infilling_spans(len(flat), generator, p=p, lam=lam):
-        source += flat[i:start] + [mask_id]
+    for start, length in spans:
+        if start < i or length < 0 or start + length > len(tokens):
+            raise ValueError(
+                f"spans must be sorted, non-overlapping (start, length) pairs inside "
+                f"the {len(tokens)} tokens, got {spans!r}"
+            )
+        source += list(tokens[i:start]) + [mask_id]
         i = start + length
-    return Pair(source=source + flat[i:], target=flat)
+    return source + list(tokens[i:])
 
 
 def sentence_permutation(doc, generator) -> Pair:

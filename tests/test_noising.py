@@ -180,3 +180,15 @@ def test_bad_generator_and_document(name):
         NOISES[name](_doc(), 0, **_kw(name))
     with pytest.raises((TypeError, ValueError)):
         NOISES[name]("not a document", _g(), **_kw(name))
+
+
+def test_fill_spans():
+    from ptlm_lite.noising import fill_spans
+
+    assert fill_spans([7, 8, 9], [(0, 0), (1, 2)], MASK) == [MASK, 7, MASK]
+    assert fill_spans([7, 8, 9], [(3, 0)], MASK) == [7, 8, 9, MASK]
+    assert fill_spans([7, 8, 9], [], MASK) == [7, 8, 9]
+    with pytest.raises(ValueError, match="spans"):
+        fill_spans([7, 8, 9], [(1, 1), (0, 1)], MASK)
+    with pytest.raises(ValueError, match="spans"):
+        fill_spans([7, 8, 9], [(2, 5)], MASK)
