@@ -139,7 +139,7 @@ class Bart(Transformer):
 register_preset(
     "bart-tiny",
     d_model=64,
-    n_layer=2,
+    n_layer=1,
     n_head=4,
     d_ff=256,
     max_len=128,

@@ -10,8 +10,8 @@ summaries and score each test summary with ROUGE.
   a distractor sentence -> a one-line summary that copies name, age, occupation and
   employer): the task that stands for "pre-training helps", which a random-weights
   model fails at this budget.
-* :func:`rouge_scores`: greedy summaries of the test documents (the house's cached
-  decoder) and their per-example ROUGE-1/2/L F1 (``rouge-score``).
+* :func:`summarise`: greedy summaries of the test documents (the house's cached
+  decoder), scored per example by :func:`ptlm_lite.seq2seq.rouge` (``rouge-score``).
 
 Chapter: ``chapters/bart.ipynb``.
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
 import torch
 
 from .. import noising, seq2seq
@@ -38,7 +37,7 @@ __all__ = [
     "summary_pairs",
     "finetune",
     "summarise",
-    "rouge_scores",
+    "documents",
 ]
 
 VOCAB = 512
@@ -71,6 +70,14 @@ def noise(name: str, tok):
     return f
 
 
+def documents(tok, split: str = "train") -> list[list[list[int]]]:
+    """The world's documents as lists of sentences of ``tok``'s ids: "train" is
+    ``make_world(0)``, "validation" another world (``make_world(1)``)."""
+    if split not in ("train", "validation"):
+        raise ValueError(f"split must be 'train' or 'validation', got {split!r}")
+    return bert_recipe.token_documents(tok, "world", split, 0)
+
+
 def _ids(tok) -> dict:
     s = tok.special_ids
     return {"pad_id": s["pad"], "bos_id": s["bos"], "eos_id": s["eos"]}
@@ -92,9 +99,8 @@ def pretrain(
     train`'s keywords (``lr``, ``warmup``, ``progress``, ...). Returns its History."""
     from ..train import train
 
-    docs = bert_recipe.token_documents(tok, "world", "train", 0)
     batches = seq2seq.batches(
-        docs,
+        documents(tok, "train"),
         noise(name, tok),
         batch_size=batch_size,
         seed=seed,
@@ -164,10 +170,3 @@ def summarise(model, tok, pairs, *, max_src: int = 96, max_new_tokens: int = 24)
     )
     drop = {s["pad"], s["eos"], s["bos"]}
     return [tok.decode([t for t in row if t not in drop]) for row in out.tolist()]
-
-
-def rouge_scores(model, tok, pairs, references, **kw) -> dict[str, np.ndarray]:
-    """Per-example ROUGE-1/2/L F1 of ``model``'s greedy summaries of ``pairs``
-    against ``references`` (:func:`ptlm_lite.seq2seq.rouge`); ``kw``:
-    :func:`summarise`'s."""
-    return seq2seq.rouge(summarise(model, tok, pairs, **kw), references)
