@@ -27,7 +27,7 @@ from typing import Sequence
 
 import torch
 
-from .seq2seq import Pair, check_document
+from .seq2seq import Pair, check_document, check_generator
 
 __all__ = [
     "token_masking",
@@ -39,14 +39,6 @@ __all__ = [
     "fill_spans",
     "NOISES",
 ]
-
-
-def _check_generator(generator) -> None:
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator (torch.Generator().manual_seed(s)), "
-            f"got {type(generator).__name__}"
-        )
 
 
 def _check_fraction(name: str, p, high: float = 1.0, closed: bool = False) -> float:
@@ -65,8 +57,7 @@ def _check_id(name: str, v) -> int:
 
 
 def _flat(doc: Sequence[Sequence[int]]) -> list[int]:
-    check_document(doc)
-    return [int(t) for s in doc for t in s]
+    return [t for s in check_document(doc) for t in s]
 
 
 def _choose(n: int, k: int, generator: torch.Generator) -> list[int]:
@@ -77,7 +68,7 @@ def _choose(n: int, k: int, generator: torch.Generator) -> list[int]:
 def token_masking(doc, generator, *, p: float = 0.3, mask_id: int) -> Pair:
     """BERT's masking without the 80/10/10: ``round(p · n)`` tokens, chosen uniformly,
     become ``mask_id``; the length is kept. Target: the document."""
-    _check_generator(generator)
+    check_generator(generator)
     p, mask_id = _check_fraction("p", p), _check_id("mask_id", mask_id)
     flat = _flat(doc)
     source = list(flat)
@@ -89,7 +80,7 @@ def token_masking(doc, generator, *, p: float = 0.3, mask_id: int) -> Pair:
 def token_deletion(doc, generator, *, p: float = 0.3) -> Pair:
     """``round(p · n)`` tokens, chosen uniformly, are removed: the model must find
     *where* something is missing as well as what. Target: the document."""
-    _check_generator(generator)
+    check_generator(generator)
     p = _check_fraction("p", p)
     flat = _flat(doc)
     gone = set(_choose(len(flat), round(p * len(flat)), generator))
@@ -108,7 +99,7 @@ def infilling_spans(n: int, generator, *, p: float = 0.3, lam: float = 3.0):
     one is its own ``[MASK]``. If there are more spans than gaps (a short document),
     the surplus length-0 spans are dropped.
     """
-    _check_generator(generator)
+    check_generator(generator)
     p = _check_fraction("p", p, 0.5, closed=True)
     if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not lam > 0:
         raise ValueError(
@@ -149,7 +140,7 @@ def text_infilling(
     tokens in all, each replaced by **one** ``mask_id`` (:func:`infilling_spans`).
     The model must write every missing span and learn how long each one was; a
     length-0 span is a ``[MASK]`` with nothing behind it. Target: the document."""
-    _check_generator(generator)
+    check_generator(generator)
     mask_id = _check_id("mask_id", mask_id)
     flat = _flat(doc)
     spans = infilling_spans(len(flat), generator, p=p, lam=lam)
@@ -177,12 +168,11 @@ def fill_spans(tokens: Sequence[int], spans, mask_id: int) -> list[int]:
 def sentence_permutation(doc, generator) -> Pair:
     """The document's sentences in a random order (a uniform permutation); the tokens
     are all there. Target: the document in its order."""
-    _check_generator(generator)
-    check_document(doc)
+    check_generator(generator)
+    doc = check_document(doc)  # a copy, as lists of ints
     order = torch.randperm(len(doc), generator=generator).tolist()
     return Pair(
-        source=[int(t) for i in order for t in doc[i]],
-        target=[int(t) for s in doc for t in s],
+        source=[t for i in order for t in doc[i]], target=[t for s in doc for t in s]
     )
 
 
@@ -190,7 +180,7 @@ def document_rotation(doc, generator) -> Pair:
     """The document rotated to start at a token chosen uniformly (the first token
     included: no rotation); the model must find where it really begins. Target: the
     document."""
-    _check_generator(generator)
+    check_generator(generator)
     flat = _flat(doc)
     if not flat:
         return Pair(source=[], target=[])

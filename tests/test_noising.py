@@ -66,7 +66,7 @@ def test_contract_input_untouched_deterministic_target_is_the_document(name):
 
 @pytest.mark.parametrize("name", list(NOISES))
 def test_empty_and_one_token_documents(name):
-    for doc in ([], [[]], [[7]]):
+    for doc in ([[]], [[7]], [[], [8, 9]]):
         out = NOISES[name](doc, _g(), **_kw(name))
         assert out.target == [t for s in doc for t in s]
 
@@ -178,8 +178,9 @@ def test_bad_parameters_name_the_argument(call, name):
 def test_bad_generator_and_document(name):
     with pytest.raises(TypeError, match="generator"):
         NOISES[name](_doc(), 0, **_kw(name))
-    with pytest.raises((TypeError, ValueError)):
-        NOISES[name]("not a document", _g(), **_kw(name))
+    for bad in ("not a document", [], [[1, -2]], [1, 2]):
+        with pytest.raises((TypeError, ValueError), match="doc"):
+            NOISES[name](bad, _g(), **_kw(name))
 
 
 def test_fill_spans():
