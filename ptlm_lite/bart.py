@@ -138,10 +138,10 @@ class Bart(Transformer):
 # The chapter's sizes (a tiny one for a CPU, a small one for a GPU) and the paper's.
 register_preset(
     "bart-tiny",
-    d_model=64,
+    d_model=32,
     n_layer=1,
-    n_head=4,
-    d_ff=256,
+    n_head=2,
+    d_ff=128,
     max_len=128,
     dropout=0.0,
     activation="gelu",

@@ -11,7 +11,9 @@ summaries and score each test summary with ROUGE.
   employer): the task that stands for "pre-training helps", which a random-weights
   model fails at this budget.
 * :func:`summarise`: greedy summaries of the test documents (the house's cached
-  decoder), scored per example by :func:`ptlm_lite.seq2seq.rouge` (``rouge-score``).
+  decoder), scored per example by the facts they copy
+  (:func:`ptlm_lite.suite.generation.facts_copied`) and by ROUGE
+  (:func:`ptlm_lite.seq2seq.rouge`, ``rouge-score``).
 
 Chapter: ``chapters/bart.ipynb``.
 """
@@ -114,8 +116,9 @@ def pretrain(
 
 def summary_pairs(tok, split: str, n: int | None = None, world_seed: int = 0):
     """The suite's summaries of ``split`` ("train" or "test"), the first ``n``, as
-    ``(pairs, references)``: token-id :class:`~ptlm_lite.seq2seq.Pair` s and the
-    reference summaries as text."""
+    ``(pairs, examples)``: token-id :class:`~ptlm_lite.seq2seq.Pair` s (document ->
+    summary) and the examples themselves (``document``, ``summary``, ``facts``: what
+    :func:`ptlm_lite.suite.generation.facts_copied` scores)."""
     from ..suite.generation import summaries
 
     if split not in ("train", "test"):
@@ -123,7 +126,7 @@ def summary_pairs(tok, split: str, n: int | None = None, world_seed: int = 0):
     rows = summaries(world_seed)[split][:n]
     docs = tok.encode_batch([r["document"] for r in rows])
     sums = tok.encode_batch([r["summary"] for r in rows])
-    return [Pair(d, s) for d, s in zip(docs, sums)], [r["summary"] for r in rows]
+    return [Pair(d, s) for d, s in zip(docs, sums)], rows
 
 
 def finetune(
@@ -134,7 +137,7 @@ def finetune(
     steps: int,
     seed: int = 0,
     batch_size: int = 16,
-    max_src: int = 96,
+    max_src: int = 64,
     max_tgt: int = 24,
     **kw,
 ):
@@ -157,7 +160,7 @@ def finetune(
 
 
 @torch.no_grad()
-def summarise(model, tok, pairs, *, max_src: int = 96, max_new_tokens: int = 24):
+def summarise(model, tok, pairs, *, max_src: int = 64, max_new_tokens: int = 24):
     """Greedy summaries (text) of ``pairs``' documents, in one batch."""
     s = tok.special_ids
     src = seq2seq.collate(pairs, max_src=max_src, max_tgt=2, **_ids(tok))["src"]

@@ -88,7 +88,8 @@ def noise_explorer(
                 if note
                 else ""
             )
-            + f"<div><b>encoder reads</b> ({len(pair.source)} tokens)</div><div>{src}</div>"
+            + f"<div><b>encoder reads</b> ({len(pair.source)} tokens)</div>"
+            + f"<div>{src}</div>"
             + f"<div><b>decoder writes</b> ({len(pair.target)} tokens; struck: not in "
             + f"the source)</div><div>{tgt}</div></div>"
         )
