@@ -241,3 +241,73 @@ def test_cached_decoding_equals_full_recomputation(pair):
             for t in range(tgt.shape[1])
         ]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+
+
+# --- the chapter's exercises: plausible wrong answers are rejected
+
+
+def _fill_one_mask_per_token(tokens, spans, mask_id):  # token masking, not infilling
+    out = list(tokens)
+    for start, length in spans:
+        out[start : start + length] = [mask_id] * length
+    return out
+
+
+def _fill_skips_empty_spans(tokens, spans, mask_id):  # length 0: no [MASK] inserted
+    out, i = [], 0
+    for start, length in spans:
+        if length:
+            out += list(tokens[i:start]) + [mask_id]
+            i = start + length
+    return out + list(tokens[i:])
+
+
+def _fill_keeps_the_span(tokens, spans, mask_id):  # [MASK] added, the span kept
+    out, i = [], 0
+    for start, _ in spans:
+        out += list(tokens[i:start]) + [mask_id]
+        i = start
+    return out + list(tokens[i:])
+
+
+def _deleted_off_by_one(source, target):  # counts from 1
+    kept = set(source)
+    return [i + 1 for i, t in enumerate(target) if t not in kept]
+
+
+def _deleted_the_tokens(source, target):  # the tokens, not their positions
+    kept = set(source)
+    return [t for t in target if t not in kept]
+
+
+def _deleted_kept_positions(source, target):  # the kept ones instead
+    kept = set(source)
+    return [i for i, t in enumerate(target) if t in kept]
+
+
+WRONG_ANSWERS = {
+    "text infilling from spans": [
+        _fill_one_mask_per_token, _fill_skips_empty_spans, _fill_keeps_the_span,
+    ],
+    "what deletion removed": [
+        _deleted_off_by_one, _deleted_the_tokens, _deleted_kept_positions,
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_plausible_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG and not r, r.message
+
+
+def test_solutions_pass():
+    from ptlm_lite.exercises import check
+    from solutions import bart as sol
+
+    assert check("text infilling from spans", sol.my_fill_spans)
+    assert check("what deletion removed", sol.my_deleted_positions)
