@@ -60,7 +60,8 @@ STRATEGIES = ("principal", "random", "lead")
 # (runs of a few hundred steps on fresh noise do not overfit)
 PEGASUS_FIELDS = dict(pre_norm=True, activation="relu", dropout=0.0)
 register_preset(
-    "pegasus-tiny", **{**PRESETS["tiny"], **PEGASUS_FIELDS, "d_ff": 128, "max_len": 96}
+    "pegasus-tiny",
+    **{**PRESETS["tiny"], **PEGASUS_FIELDS, "n_layer": 1, "d_ff": 128, "max_len": 128},
 )
 register_preset("pegasus-small", **{**PRESETS["small"], **PEGASUS_FIELDS})
 

@@ -198,3 +198,19 @@ def test_hf_greedy_and_beam_generation():
         T = max(got.shape[1], want.shape[1])
         pad = lambda t: torch.nn.functional.pad(t, (0, T - t.shape[1]))  # noqa: E731
         assert torch.equal(pad(got), pad(want)), (beams, got, want)
+
+
+def test_gap_explorer_views():
+    from ptlm_lite.viz.pegasus_views import GAP_CLASS, gap_explorer, gap_view
+
+    sentences = ["A is a cat.", "A likes B.", "B is a dog."]
+    html = gap_view(sentences, [1], "principal", scores=[0.5, 0.6, 0.4])
+    assert "view: principal: 1 of 3" in html
+    assert "[MASK]" in html and "A likes B." in html.split("<b>target</b>")[1]
+    assert "A is a cat. [MASK] B is a dog." in html
+    with pytest.raises(ValueError, match="chosen"):
+        gap_view(sentences, [3], "lead")
+    box = gap_explorer(sentences, {"principal": [1], "lead": [0]})
+    assert GAP_CLASS in box._dom_classes
+    with pytest.raises(ValueError, match="chosen"):
+        gap_explorer(sentences, {})
