@@ -5,8 +5,9 @@ the suite's summaries, and ROUGE per example.
   sentences), too short to lose 30% of their sentences and keep something to read. A
   pre-training document here is a person's biography **followed by the sentences of
   their employer and of their birth city** (``"Hobel Guild is a shipping company based
-  in Krat."``, ``"Krat is a small city in Dasu."``): five to eight sentences, which
-  share names with one another as a news article's sentences do.
+  in Krat."``, ``"Krat is a small city in Dasu."``), with at most one friendship kept:
+  five or six sentences, which share names with one another as a news article's
+  sentences do.
 * :func:`pretrain`: the denoising loop, ``P.train`` on ``seq2seq.batches`` with
   :func:`~ptlm_lite.pegasus.gap_sentences` as the noise.
 * :func:`summary_pairs`, :func:`finetune`: the suite's summarisation task
