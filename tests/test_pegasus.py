@@ -214,3 +214,76 @@ def test_gap_explorer_views():
     assert GAP_CLASS in box._dom_classes
     with pytest.raises(ValueError, match="chosen"):
         gap_explorer(sentences, {})
+
+
+# --------------------------------------------------------------------------------------
+# The chapter's exercises: plausible wrong answers are rejected
+
+
+def _pair_mask_per_token(doc, gaps, mask_id):  # one mask per removed token
+    src, tgt = [], []
+    for i, s in enumerate(doc):
+        (src.extend([mask_id] * len(s)), tgt.extend(s)) if i in gaps else src.extend(s)
+    return src, tgt
+
+
+def _pair_target_in_gap_order(doc, gaps, mask_id):  # the order the gaps were given
+    src = [t for i, s in enumerate(doc) for t in ([mask_id] if i in gaps else s)]
+    return src, [t for i in gaps for t in doc[i]]
+
+
+def _pair_no_mask(doc, gaps, mask_id):  # the sentences just vanish
+    src = [t for i, s in enumerate(doc) if i not in gaps for t in s]
+    return src, [t for i in sorted(gaps) for t in doc[i]]
+
+
+def _rouge1_sets(a, b):  # unique tokens: repeated tokens not counted
+    overlap = len(set(a) & set(b))
+    if not overlap:
+        return 0.0
+    p, r = overlap / len(set(a)), overlap / len(set(b))
+    return 2 * p * r / (p + r)
+
+
+def _rouge1_unclipped(a, b):  # every token of a that appears in b counts
+    overlap = sum(t in b for t in a)
+    if not overlap:
+        return 0.0
+    p, r = overlap / len(a), overlap / len(b)
+    return 2 * p * r / (p + r)
+
+
+def _rouge1_precision(a, b):  # precision, not F1
+    from collections import Counter
+
+    return sum((Counter(a) & Counter(b)).values()) / len(a)
+
+
+WRONG_ANSWERS = {
+    "gap-sentence pair": [
+        _pair_mask_per_token, _pair_target_in_gap_order, _pair_no_mask,
+    ],
+    "ROUGE-1 F1 of token ids": [_rouge1_sets, _rouge1_unclipped, _rouge1_precision],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name, i", [(n, i) for n, fs in WRONG_ANSWERS.items() for i in range(len(fs))]
+)
+def test_plausible_wrong_answers_are_rejected(name, i):
+    from ptlm_lite.exercises import WRONG, check
+
+    r = check(name, WRONG_ANSWERS[name][i])
+    assert r.status == WRONG and not r, r.message
+
+
+def test_solutions_pass():
+    from ptlm_lite.exercise_keys import solutions_module
+    from ptlm_lite.exercises import check
+
+    solutions = solutions_module("pegasus")
+    for name, fn in (
+        ("gap-sentence pair", solutions.my_gap_pair),
+        ("ROUGE-1 F1 of token ids", solutions.my_rouge1),
+    ):
+        assert check(name, fn), name
