@@ -129,6 +129,9 @@ def convert_state_dict(hf_state: dict) -> dict:
     return out
 
 
+_SIDES = ("encoder", "decoder")
+
+
 def from_hf(hf_model) -> Pegasus:
     """A :class:`~ptlm_lite.pegasus.Pegasus` holding the weights of a Hugging Face
     ``PegasusForConditionalGeneration``, in eval mode."""
@@ -137,7 +140,7 @@ def from_hf(hf_model) -> Pegasus:
     if bias is not None and bool(bias.abs().max() > 0):
         raise ValueError("hf_model: final_logits_bias must be zero (as in PEGASUS)")
     model = Pegasus(config_from_hf(hf_model.config))
-    for side in ("encoder", "decoder"):
+    for side in _SIDES:  # the position tables of both halves
         theirs = state[f"model.{side}.embed_positions.weight"]
         ours = pegasus_positions(*theirs.shape)
         if not torch.allclose(theirs.float(), ours, atol=1e-6):
