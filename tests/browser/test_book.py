@@ -533,3 +533,30 @@ def test_synthesis_views_switch_filter_and_sort(browser, base_url, site):
         checked += 1
     assert checked >= 2, "chapters/synthesis.ipynb shows at least two switchers"
     assert links > 0, "no link to a chapter's section was checked"
+
+
+def test_gap_explorer_shows_each_strategy(browser, base_url, site):
+    """chapters/pegasus.ipynb: the gap-sentence explorer shows, for each strategy's
+    button, that strategy's view (its label, the highlighted sentences, the source and
+    the target) in the static book."""
+    checked = 0
+    for path, visit, i, box in each_element(
+        browser, base_url, site, "ptlm-gaps", ".ptlm-gaps"
+    ):
+        box.scroll_into_view_if_needed()
+        buttons = box.locator(".widget-toggle-buttons button")
+        assert buttons.count() >= 3, f"{path}: gap explorer {i}: no strategy buttons"
+        seen = []
+        for b in range(buttons.count()):
+            label = buttons.nth(b).inner_text().strip()
+            buttons.nth(b).click()
+            box.page.wait_for_timeout(150)
+            shown = box.evaluate(SIGNATURE)
+            assert f"view: {label}" in shown and "target" in shown, (
+                f"{path}: gap explorer {i}: clicked {label!r}, its view is not shown"
+            )
+            seen.append(shown)
+        assert len(set(seen)) == len(seen), f"{path}: gap explorer {i}: views repeat"
+        assert not visit.errors, f"{path}: errors in the explorer: {visit.errors}"
+        checked += 1
+    assert checked, "no gap-sentence explorer found in the built book"
