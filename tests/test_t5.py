@@ -2,6 +2,7 @@
 function, the model against ``T5ForConditionalGeneration`` (logits with padding, greedy
 and beam generation), the two noises by value."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -264,3 +265,40 @@ def test_bert_style_by_value():
         bert_style(doc, g, mask_id=4, random_ids=[9], rate=0.0)
     with pytest.raises(ValueError, match="random_ids"):
         bert_style(doc, g, mask_id=4, random_ids=[])
+
+
+def test_recipe_pairs_batches_and_flops(tmp_path, monkeypatch):
+    from ptlm_lite.recipes import t5 as recipe
+
+    monkeypatch.setenv("PTLM_CACHE", str(tmp_path))
+    tok = recipe.tokenizer()
+    assert tok.sentinel_ids == list(range(7, 7 + recipe.N_SENTINELS))
+    examples = [{"text": "Rekrus Zou", "label": 0}, {"text": "Veadumia", "label": 2}]
+    labels = ("person", "city", "country", "organisation")
+    pairs = recipe.text_pairs(tok, examples, "classify", labels)
+    # ":" is not in the world's documents: the Unigram model has it as [UNK]
+    assert tok.decode(pairs[1].source) == "classify Veadumia"
+    assert tok.decode(pairs[1].target) == "country"
+    with pytest.raises(ValueError, match="task must be"):
+        recipe.text_pairs(tok, examples, "translate")
+    other = [seq2seq.Pair([9, 9], [10])] * 3
+    it = recipe.pair_batches(
+        tok, {"a": (pairs, 3), "b": (other, 1)}, batch_size=4, seed=0
+    )
+    firsts = [next(it)["src"][:, 0] for _ in range(400)]
+    assert all(len(set(f.tolist())) == 1 for f in firsts), "one task per batch"
+    share_b = np.mean([int(f[0]) == 9 for f in firsts])
+    assert 0.18 < share_b < 0.32  # 1 batch in 4 from task b
+    docs = recipe.pretraining_documents(tok)
+    assert max(len(d[0]) for d in docs) == recipe.DOC_LEN
+    cfg = P.preset("t5-tiny", vocab_size=tok.vocab_size)
+    cost = {}
+    for name, noise in recipe.noises(tok).items():
+        batch = next(
+            seq2seq.batches(
+                docs, noise, batch_size=16, seed=0, pad_id=0, bos_id=5, eos_id=6,
+                max_src=97, max_tgt=97,
+            )
+        )  # fmt: skip
+        cost[name] = recipe.step_flops(cfg, batch)
+    assert cost["span corruption"] < cost["BERT-style"] / 1.5

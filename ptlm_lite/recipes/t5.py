@@ -128,9 +128,11 @@ def text_pairs(tok, examples, task: str, labels=None) -> list[seq2seq.Pair]:
 
 
 def pair_batches(tok, tasks: dict, *, batch_size: int, seed: int, max_len: int = 128):
-    """An endless iterator of collated batches; ``tasks``: ``{name: (pairs, weight)}``,
-    each example drawn from a task with probability proportional to its weight, then
-    uniformly among its pairs (one task: plain shuffled batches)."""
+    """An endless iterator of collated batches; ``tasks``: ``{name: (pairs, weight)}``.
+    Each batch comes from one task, drawn with probability proportional to its weight,
+    its examples drawn uniformly among that task's pairs (the paper mixes examples; a
+    batch per task gives the same mixture in expectation without padding a one-word
+    answer to a summary's length)."""
     names = list(tasks)
     w = torch.tensor([float(tasks[n][1]) for n in names])
     if not names or bool((w <= 0).any()):
@@ -138,11 +140,9 @@ def pair_batches(tok, tasks: dict, *, batch_size: int, seed: int, max_len: int =
     g = torch.Generator().manual_seed(seed)
     ids = tok.special_ids
     while True:
-        which = torch.multinomial(w / w.sum(), batch_size, True, generator=g).tolist()
-        rows = []
-        for k in which:
-            pairs = tasks[names[k]][0]
-            rows.append(pairs[int(torch.randint(len(pairs), (1,), generator=g))])
+        k = int(torch.multinomial(w / w.sum(), 1, generator=g))
+        pairs = tasks[names[k]][0]
+        rows = [pairs[i] for i in torch.randint(len(pairs), (batch_size,), generator=g)]
         yield seq2seq.collate(
             rows, pad_id=ids["pad"], bos_id=ids["bos"], eos_id=ids["eos"],
             max_src=max_len, max_tgt=max_len,
