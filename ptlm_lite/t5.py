@@ -265,7 +265,8 @@ def span_corruption(
     n_spans = sum(m and (i == 0 or not mask[i - 1]) for i, m in enumerate(mask))
     if len(sentinel_ids) < n_spans:
         raise ValueError(
-            f"sentinel_ids: {n_spans} spans need as many sentinels, got {len(sentinel_ids)}"
+            f"sentinel_ids: {n_spans} spans need as many sentinels, got "
+            f"{len(sentinel_ids)}"
         )
     source, target, span = [], [], -1
     for i, (t, m) in enumerate(zip(tokens, mask)):

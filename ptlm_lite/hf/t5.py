@@ -1,4 +1,5 @@
-"""Load Hugging Face ``T5ForConditionalGeneration`` weights into :class:`ptlm_lite.t5.T5`.
+"""Load Hugging Face ``T5ForConditionalGeneration`` weights into
+:class:`ptlm_lite.t5.T5`.
 
 The two compute the same function, so converting is renaming (and stacking W_Q, W_K,
 W_V into one ``qkv``)::

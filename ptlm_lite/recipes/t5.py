@@ -149,8 +149,9 @@ def pair_batches(tok, tasks: dict, *, batch_size: int, seed: int, max_len: int =
         )  # fmt: skip
 
 
-def finetune(model, tasks: dict, *, steps: int, tok, seed: int = 0, batch_size: int = 16,
-             **kw):  # fmt: skip
+def finetune(
+    model, tasks: dict, *, steps: int, tok, seed: int = 0, batch_size: int = 16, **kw
+):
     """Fine-tune ``model`` on :func:`pair_batches` of ``tasks`` for ``steps`` steps."""
     from ..train import train
 
@@ -185,7 +186,8 @@ def write(
 def score(predictions, references, examples=None) -> dict[str, np.ndarray]:
     """Per-example scores: ``exact`` (1 if the text is the reference), ``rougeL``
     (:func:`ptlm_lite.seq2seq.rouge`) and, for summaries (``examples`` given),
-    ``facts``: the share of the four facts stated (``suite.generation.facts_copied``)."""
+    ``facts``: the share of the four facts stated
+    (``suite.generation.facts_copied``)."""
     from ..suite.generation import facts_copied
 
     norm = [p.strip().lower() for p in predictions]
