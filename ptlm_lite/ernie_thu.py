@@ -4,7 +4,7 @@
     entities    ·   e(Kotheth Sheal)  ·   ·  ·  e(Drothobais) · ·     (TransE vectors)
 
     tokens ──► T-Encoder (BERT blocks) ──┐
-                                         ├─► K-Encoder: fusion blocks ──► tokens', entities'
+                                         ├─► K-Encoder (fusion) ──► tokens', entities'
     entities (aligned, frozen TransE) ───┘
 
 A sentence's entity mentions are linked to the knowledge graph, and each linked
@@ -47,7 +47,6 @@ from .stack import Model, Stack
 __all__ = [
     "ErnieThuConfig",
     "span_alignment",
-    "EntityLinker",
     "FusionBlock",
     "ErnieThu",
     "Dea",
@@ -71,7 +70,8 @@ class ErnieThuConfig(Config):
         super().validate()
         if self.d_entity % self.n_head:
             raise ValueError(
-                f"d_entity ({self.d_entity}) must be divisible by n_head ({self.n_head})"
+                f"d_entity ({self.d_entity}) must be divisible by n_head "
+                f"({self.n_head})"
             )
 
 
@@ -86,7 +86,9 @@ for _scale in ("tiny", "small"):  # BERT's sizes, the last block a fusion block
 def span_alignment(offsets, spans, n_tokens: int | None = None) -> list[int]:
     """Token-entity alignment from annotated spans: ``entity + 1`` at the first token of
     each entity mention (``span.entity`` set), 0 elsewhere. ``offsets``: ``(start,
-    end)`` characters per token; a mention no token overlaps is dropped."""
+    end)`` characters per token; a mention no token overlaps is dropped.
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
     out = [0] * (len(offsets) if n_tokens is None else n_tokens)
     for s in spans:
         if s.entity is None:
@@ -99,36 +101,6 @@ def span_alignment(offsets, spans, n_tokens: int | None = None) -> list[int]:
     return out
 
 
-class EntityLinker:
-    """Links entity names in token ids (ERNIE used TAGME on raw text): the longest
-    name whose word pieces start at a token and end at a word boundary. ``names[i]``
-    is entity ``i``; ``link(ids)`` (B, T) -> (B, T) long, ``i + 1`` at the first token
-    of a mention of entity ``i``, 0 elsewhere."""
-
-    def __init__(self, tokenizer, names):
-        self.table = {tuple(tokenizer.encode(n)): i + 1 for i, n in enumerate(names)}
-        if len(self.table) != len(names):
-            raise ValueError("names must be distinct and tokenize differently")
-        self.longest = max(len(k) for k in self.table)
-        vocab = range(tokenizer.vocab_size)
-        self.inside = {i for i in vocab if tokenizer.id_to_token(i).startswith("##")}
-
-    def __call__(self, ids: torch.Tensor) -> torch.Tensor:
-        if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-            raise TypeError("ids must be a (B, T) tensor of token ids")
-        out = torch.zeros(ids.shape, dtype=torch.long)
-        for b, row in enumerate(ids.tolist()):
-            i = 0
-            while i < len(row):
-                for n in range(min(self.longest, len(row) - i), 0, -1):
-                    hit = self.table.get(tuple(row[i : i + n]))
-                    if hit and (i + n == len(row) or row[i + n] not in self.inside):
-                        out[b, i], i = hit, i + n - 1
-                        break
-                i += 1
-        return out.to(ids.device)
-
-
 class FusionBlock(nn.Module):
     """One K-Encoder block: token attention, entity attention, information fusion.
 
@@ -137,6 +109,7 @@ class FusionBlock(nn.Module):
     True at positions with an aligned entity (the entities attend to each other only).
     Positions without an entity keep a zero entity vector. With ``return_attention`` the
     weights are the pair ``(token weights, entity weights)``, each (B, H, T, T).
+    Chapter: ``chapters/ernie_thu.ipynb``.
     """
 
     def __init__(self, config, cross=False, attention=None, norm=nn.LayerNorm):
@@ -181,7 +154,8 @@ class ErnieThu(Model):
     (B, D), ``extra["entities"]`` (B, T, D_e) and, when asked, ``attentions``: the
     T-Encoder's maps, then one ``(token, entity)`` pair per fusion block.
     ``entities`` (B, T): ``i + 1`` at the first token of a mention of entity ``i``, 0
-    elsewhere; when None, ``self.linker(ids)`` finds them (an :class:`EntityLinker`).
+    elsewhere; when None, ``self.linker(ids)`` finds them (e.g.
+    :class:`ptlm_lite.recipes.ernie_thu.EntityLinker`).
     """
 
     config_cls = ErnieThuConfig
@@ -248,7 +222,9 @@ class ErnieThu(Model):
 class Dea:
     """One dEA corruption: ``inputs`` (B, T) the alignments the model reads,
     ``targets`` (B, T) the index of the true entity in ``candidates`` (B, C) at every
-    aligned token (IGNORE elsewhere), ``action`` (B, T): KEEP, MASKED, REPLACED, -1."""
+    aligned token (IGNORE elsewhere), ``action`` (B, T): KEEP, MASKED, REPLACED, -1.
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
 
     inputs: torch.Tensor
     targets: torch.Tensor
@@ -261,7 +237,9 @@ def dea_corrupt(entities, n_entities, *, generator, p_mask=0.15, p_replace=0.05)
     token-entity alignments in ``entities`` (B, T; 0 = none), ``p_mask`` are masked (set
     to 0), ``p_replace`` replaced by a random entity of ``1..n_entities``, the rest
     kept. The candidates are each row's distinct entities (0-padded). ``entities`` is
-    never modified."""
+    never modified.
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
     if not isinstance(generator, torch.Generator):
         raise TypeError("generator must be a torch.Generator (seeded by the caller)")
     if not isinstance(entities, torch.Tensor) or entities.dim() != 2:
@@ -288,7 +266,9 @@ class ErnieThuForPreTraining(Model):
     projected to D_e, scores the sentence's candidate entities by a dot product with
     their (frozen) vectors. ``forward(ids, entities, segments=None, valid=None,
     targets=None, dea_targets=None, candidates=None)``: ``loss`` = MLM + dEA (those
-    given); ``extra`` holds ``mlm_loss``, ``dea_loss``, ``dea_logits`` (N, C)."""
+    given); ``extra`` holds ``mlm_loss``, ``dea_loss``, ``dea_logits`` (N, C).
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
 
     config_cls = ErnieThuConfig
     config_example = ErnieThu.config_example
@@ -327,7 +307,9 @@ class ErnieThuForPreTraining(Model):
 class ErnieThuForSequenceClassification(Model):
     """A linear layer on ERNIE's pooled ``[CLS]``; the entities come from the model's
     linker, so it takes BERT's batches (``ptlm_lite.finetune.run``).
-    ``from_pretrained(pretrained, n_labels)``: a fresh head on a copy."""
+    ``from_pretrained(pretrained, n_labels)``: a fresh head on a copy.
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
 
     config_cls = ErnieThuConfig
     config_example = ErnieThu.config_example

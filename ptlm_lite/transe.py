@@ -1,4 +1,4 @@
-"""TransE (Bordes et al., 2013): a knowledge graph as vectors, a relation as a translation.
+"""TransE (Bordes et al., 2013): a knowledge graph as vectors, relations as shifts.
 
     head + relation ≈ tail        "Kotheth Sheal" + born_in ≈ "Drothobais"
 
@@ -56,6 +56,7 @@ class TransE(nn.Module):
 
     ``p``: 1 (the L1 distance, the paper's best on FB15k) or 2. Entities start
     uniform in ``±6/√dim`` as in the paper, relations too (then normalised once).
+    Chapter: ``chapters/ernie_thu.ipynb``.
     """
 
     def __init__(self, n_entities: int, n_relations: int, dim: int = 32, p: int = 1):
@@ -99,7 +100,9 @@ class TransE(nn.Module):
 
 def graph_tensors(world):
     """The world's graph (``world.triples()``) as ids: ``(triples (N, 3), entity names,
-    relation names)``. Entity id = the world's entity id (``world.entities[i].name``)."""
+    relation names)``. Entity id = the world's entity id (``world.entities[i].name``).
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
     names = [e.name for e in world.entities]
     index = {n: i for i, n in enumerate(names)}
     relations = sorted({r for _, r, _ in world.triples()})
@@ -115,7 +118,9 @@ def corrupt_triples(triples, n_entities: int, *, generator) -> torch.Tensor:
     """Each triple with its head or its tail (a coin flip) replaced by a random entity:
     the negatives of the margin loss. A new tensor; ``triples`` is untouched. (A
     replacement may by chance be another true triple; the paper's "unfiltered"
-    setting keeps it.)"""
+    setting keeps it.)
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
     if not isinstance(generator, torch.Generator):
         raise TypeError("generator must be a torch.Generator (seeded by the caller)")
     n_rel = 1 + int(triples[:, 1].max()) if getattr(triples, "numel", int)() else 1
@@ -130,7 +135,9 @@ def corrupt_triples(triples, n_entities: int, *, generator) -> torch.Tensor:
 
 
 def margin_loss(positive, negative, margin: float = 1.0) -> torch.Tensor:
-    """``mean(max(0, margin - positive + negative))`` over paired (N,) scores."""
+    """``mean(max(0, margin - positive + negative))`` over paired (N,) scores.
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
     if not isinstance(margin, (int, float)) or margin <= 0:
         raise ValueError(f"margin must be a positive number, got {margin!r}")
     if positive.shape != negative.shape:
@@ -181,7 +188,9 @@ def train_transe(
 def tail_ranks(model: TransE, triples) -> torch.Tensor:
     """Link prediction: for each ``(h, r, t)``, the rank of ``t`` among every entity as
     the tail of ``(h, r, ?)`` (1 = best; ties count against ``t``). Raw, not filtered:
-    another true tail ranked above ``t`` counts too."""
+    another true tail ranked above ``t`` counts too.
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
     h, r, t = _check_triples(triples, model.n_entities, model.n_relations).unbind(1)
     query = model.entity(h) + model.relation(r)  # (N, dim)
     dist = torch.cdist(query, model.entity.weight, p=model.p)  # (N, n_entities)

@@ -25,7 +25,7 @@ def _transe_score():
         with torch.no_grad():
             m.entity.weight.copy_(torch.tensor([h, t], dtype=torch.float))
             m.relation.weight.copy_(torch.tensor([r], dtype=torch.float))
-        return float(m.score(torch.tensor([[0, 0, 1]]))[0])
+        return float(m.score(torch.tensor([[0, 0, 1]])).detach()[0])
 
     cases = [
         ([1.0, 0.0], [0.5, -1.0], [0.0, 1.0], 1),

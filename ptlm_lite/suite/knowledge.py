@@ -1,10 +1,11 @@
-"""A knowledge-driven task for ERNIE (Tsinghua)'s chapter (``chapters/ernie_thu.ipynb``):
+"""A knowledge-driven task for ERNIE (Tsinghua) (``chapters/ernie_thu.ipynb``):
 relation classification whose answer is a fact of the world's graph that the input does
 not state. Built from the same world and the same entity split as the rest of the
 suite (see :mod:`ptlm_lite.suite`).
 
     task            input                              answer
-    relation_type   "Kotheth Sheal and Drothobais."    born_in / works_for / friend_of / none
+    relation_type   "Kotheth Sheal and Drothobais."    born_in, works_for, friend_of
+                                                       or none
 
 Each person of the split is paired with a true tail of each of three relations (a city
 it was born in, the organisation it works for, a friend) and with a wrong one of the
@@ -32,7 +33,9 @@ RELATIONS = {"born_in": "city", "works_for": "organisation", "friend_of": "perso
 
 def relation_type(world, split, sentences=None) -> Task:
     """Relation classification over pairs named in a neutral sentence ``"A and B."``:
-    ``none`` or the relation from person A to B (see the module docstring)."""
+    ``none`` or the relation from person A to B (see the module docstring).
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
     rng = random.Random(f"ptlm_lite.suite/{world.seed}/relation_type")
     labels = ("none",) + tuple(RELATIONS)
     people = world.of_kind("person")
@@ -82,7 +85,9 @@ def relation_type(world, split, sentences=None) -> Task:
 
 def get(name: str, world_seed: int = 0) -> Task:
     """A knowledge task (:data:`KNOWLEDGE_TASKS`) on ``make_world(world_seed)`` with
-    the suite's entity split."""
+    the suite's entity split.
+    Chapter: ``chapters/ernie_thu.ipynb``.
+    """
     from ..data import make_world
 
     if name not in KNOWLEDGE_TASKS:
