@@ -286,7 +286,9 @@ class MultiHeadAttention(nn.Module):
     values of earlier positions are stored under ``"k"``/``"v"`` as ``(B, H, T_past,
     dh)`` and the new ones are appended, so each step computes attention for the new
     positions only. Who may see whom is still the caller's mask: ``masks.causal_mask(T,
-    memory=T_past)``.
+    memory=T_past)``. With a ``context`` (cross-attention) the cache holds the
+    context's keys and values instead, projected at the first call and reused as they
+    are (the encoder output does not change while the decoder generates).
     """
 
     def __init__(
@@ -334,9 +336,20 @@ class MultiHeadAttention(nn.Module):
                     f"{name} must be (B, T, d_model={self.d_model}), got shape "
                     f"{tuple(t.shape)}"
                 )
-        q, k, v = self.project(x, context)
+        if cache is not None and context is not None and "k" in cache:
+            # cross-attention during generation: the encoder's keys and values were
+            # projected at the first step and do not change
+            D = self.d_model
+            w, b = self.qkv.weight, self.qkv.bias
+            q = self.split(F.linear(x, w[:D], None if b is None else b[:D]))
+            k, v = cache["k"], cache["v"]
+        elif cache is not None and context is not None:
+            q, k, v = self.project(x, context)
+            cache["k"], cache["v"] = k, v
+        else:
+            q, k, v = self.project(x, context)
         # generation: prepend the keys/values of earlier positions
-        if cache is not None:
+        if cache is not None and context is None:
             if "k" in cache:
                 # (B, H, Tk, dh)
                 k, v = (

@@ -236,7 +236,8 @@ class Block(nn.Module):
     * ``context`` (B, S, D) and ``context_mask``: what cross-attention reads (the
       encoder output).
     * ``cache``: keys/values kept between generation steps (see
-      :class:`MultiHeadAttention`).
+      :class:`MultiHeadAttention`); a decoder block keeps its cross-attention's in
+      ``cache["cross"]``.
 
     The attention, norm and feed-forward classes are arguments: T5 passes
     ``nn.RMSNorm``, Transformer-XL a subclass of :class:`MultiHeadAttention` with
@@ -285,6 +286,11 @@ class Block(nn.Module):
         return_attention=False,
     ):
         kv = None
+        if memory is not None and cache is not None:
+            raise ValueError(
+                "pass memory (Transformer-XL's earlier segments) or cache (generation "
+                "step by step), not both"
+            )
         if memory is not None:  # keys and values: the memory, then x itself
             kv = torch.cat([memory, x], dim=1)  # (B, M + T, D)
             # normalised like the queries
@@ -315,6 +321,8 @@ class Block(nn.Module):
                     context=context,
                     mask=context_mask,
                     return_weights=return_attention,
+                    # the encoder's keys/values, kept beside the self-attention's
+                    cache=None if cache is None else cache.setdefault("cross", {}),
                 ),
             )
         x, _ = self.sublayer(x, self.ln2, lambda h: (self.ff(h), None))

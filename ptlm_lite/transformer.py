@@ -105,26 +105,45 @@ class Transformer(Model):
         )
         return out.last_hidden, src_valid, out.attentions
 
-    def decode(self, tgt, memory, src_valid, mask=None, return_attention=False):
+    def decode(
+        self,
+        tgt,
+        memory,
+        src_valid,
+        mask=None,
+        return_attention=False,
+        cache: list | None = None,
+        offset: int = 0,
+    ):
         """tgt: (B, T) ids (starting with BOS) -> logits (B, T, V), self and cross
         attentions.
+
+        Step by step (generation): ``cache`` is one dict per decoder layer, kept between
+        calls (the layers store their keys and values in it, the encoder's too), and
+        ``offset`` the position of ``tgt``'s first token, the number of tokens decoded
+        before. ``tgt`` then holds only the new tokens.
         """
-        if mask is None:
-            # (T, T)
-            mask = masks.combine(
-                masks.causal_mask(tgt.shape[1], device=tgt.device),
-                # (B, 1, T)
-                masks.padding_mask(tgt != self.config.pad_id),
-            )
-        # (B, T, S)
-        cross = masks.cross_mask(src_valid, tgt.shape[1])
         T = tgt.shape[1]
+        if mask is None:
+            # (T, offset + T): each new token sees every earlier one and itself
+            mask = masks.causal_mask(T, memory=offset, device=tgt.device)
+            if cache is None:
+                # (B, 1, T): nobody attends to padding (generation pads only after EOS)
+                mask = masks.combine(
+                    mask, masks.padding_mask(tgt != self.config.pad_id)
+                )
+        # (B, T, S)
+        cross = masks.cross_mask(src_valid, T)
+        bias = None
+        if self.dec_bias is not None:  # the rows of the new positions only
+            bias = self.dec_bias(offset + T, offset + T)[:, offset:]
         out = self.decoder(
-            self.embed(tgt),
+            self.embed(tgt, offset=offset),
             mask=mask,
-            bias=None if self.dec_bias is None else self.dec_bias(T, T),
+            bias=bias,
             context=memory,
             context_mask=cross,
+            cache=cache,
             return_attention=return_attention,
         )
         return self.head(out.last_hidden), out.attentions, out.cross
@@ -169,7 +188,7 @@ class Transformer(Model):
         self, src, bos_id: int, eos_id: int, max_new_tokens: int | None = None
     ):
         """Greedy decoding: feed back the most likely token until EOS (or the length
-        limit).
+        limit), the source encoded once and the decoder's keys and values cached.
 
         Returns (B, T) ids without the BOS; positions after an EOS are padded.
         ``max_new_tokens=None`` decodes up to ``max_len - 1`` tokens; 0 returns an
@@ -200,8 +219,13 @@ class Transformer(Model):
         memory, src_valid, _ = self.encode(src)
         out = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-        for _ in range(max_new_tokens):
-            logits, _, _ = self.decode(out, memory, src_valid)
+        # the keys and values of every decoded token (and of the source) are kept:
+        # each step runs the decoder on the newest token only
+        cache = [{} for _ in range(self.config.n_layer)]
+        for step in range(max_new_tokens):
+            logits, _, _ = self.decode(
+                out[:, -1:], memory, src_valid, cache=cache, offset=step
+            )
             nxt = logits[:, -1].argmax(-1)
             nxt = nxt.masked_fill(done, self.config.pad_id)
             out = torch.cat([out, nxt[:, None]], dim=1)
