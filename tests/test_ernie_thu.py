@@ -238,3 +238,63 @@ def test_relation_type_task_split():
         assert (e["label"] > 0) == related
     with pytest.raises(ValueError, match="unknown task"):
         knowledge.get("nope")
+
+
+# Plausible wrong answers to the chapter's exercises: each must be rejected.
+def _score_positive(h, r, t, p):
+    return sum(abs(a + b - c) ** p for a, b, c in zip(h, r, t)) ** (1 / p)
+
+
+def _score_no_root(h, r, t, p):
+    return -sum(abs(a + b - c) ** p for a, b, c in zip(h, r, t))
+
+
+def _score_wrong_sign(h, r, t, p):
+    return -sum(abs(a - b - c) ** p for a, b, c in zip(h, r, t)) ** (1 / p)
+
+
+def _align_every_token(offsets, spans):
+    out = [0] * len(offsets)
+    for s in spans:
+        for i, (a, b) in enumerate(offsets):
+            if s.entity is not None and a < s.end and b > s.start:
+                out[i] = s.entity + 1
+    return out
+
+
+def _align_no_offset(offsets, spans):
+    out = [0] * len(offsets)
+    for s in spans:
+        for i, (a, b) in enumerate(offsets):
+            if s.entity is not None and a < s.end and b > s.start:
+                out[i] = s.entity
+                break
+    return out
+
+
+def _align_phrases_too(offsets, spans):
+    out = [0] * len(offsets)
+    for s in spans:
+        for i, (a, b) in enumerate(offsets):
+            if a < s.end and b > s.start:
+                out[i] = (s.entity or 0) + 1
+                break
+    return out
+
+
+WRONG_ANSWERS = {
+    "transe score": [_score_positive, _score_no_root, _score_wrong_sign],
+    "entity alignment": [_align_every_token, _align_no_offset, _align_phrases_too],
+}
+
+
+def test_every_exercise_of_the_chapter_has_wrong_answers():
+    from ptlm_lite import exercises as X
+
+    X.load_all()
+    mine = {n for n, s in X.EXERCISES.items() if s.chapter == "ernie_thu"}
+    assert mine == set(WRONG_ANSWERS)
+    assert {n for n, q in X.QUESTIONS.items() if q.chapter == "ernie_thu"}
+    for name, wrongs in WRONG_ANSWERS.items():
+        for wrong in wrongs:
+            assert not X.check(name, wrong).passed, (name, wrong.__name__)
