@@ -250,7 +250,7 @@ def _score_no_root(h, r, t, p):
 
 
 def _score_wrong_sign(h, r, t, p):
-    return -sum(abs(a - b - c) ** p for a, b, c in zip(h, r, t)) ** (1 / p)
+    return -(sum(abs(a - b - c) ** p for a, b, c in zip(h, r, t)) ** (1 / p))
 
 
 def _align_every_token(offsets, spans):
