@@ -172,7 +172,7 @@ def sample_replacements(logits: torch.Tensor, generator=None) -> torch.Tensor:
     if not len(probs):
         return torch.zeros(0, dtype=torch.long, device=logits.device)
     cdf = probs.cumsum(-1)
-    # u in [0, total): the row's own total, so rounding in the sum never runs off the end
+    # u in [0, total): the row's own total, so rounding never runs off the end
     u = torch.rand(len(probs), 1, generator=generator, device=probs.device)
     u = u * cdf[:, -1:]
     picked = torch.searchsorted(cdf, u, right=True).squeeze(-1)

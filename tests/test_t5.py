@@ -302,3 +302,74 @@ def test_recipe_pairs_batches_and_flops(tmp_path, monkeypatch):
         )  # fmt: skip
         cost[name] = recipe.step_flops(cfg, batch)
     assert cost["span corruption"] < cost["BERT-style"] / 1.5
+
+
+# --- the exercises reject plausible wrong answers
+
+
+def _bucket_signed(relative_position, bidirectional, n_buckets, max_distance):
+    """Forgets the causal case: keys after the query get buckets too."""
+    import math
+
+    n = n_buckets // 2 if bidirectional else n_buckets
+    bucket = (relative_position > 0).long() * n if bidirectional else 0
+    distance = relative_position.abs()
+    exact = n // 2
+    log = torch.log(distance.float().clamp(min=1) / exact) / math.log(
+        max_distance / exact
+    )
+    large = (exact + (log * (n - exact)).long()).clamp(max=n - 1)
+    return bucket + torch.where(distance < exact, distance, large)
+
+
+def _bucket_linear(relative_position, bidirectional, n_buckets, max_distance):
+    """Every distance its own bucket up to the last one (no logarithmic range)."""
+    n = n_buckets // 2 if bidirectional else n_buckets
+    if bidirectional:
+        bucket = (relative_position > 0).long() * n
+        distance = relative_position.abs()
+    else:
+        bucket = 0
+        distance = (-relative_position).clamp(min=0)
+    return bucket + distance.clamp(max=n - 1)
+
+
+def _span_sentinel_per_token(tokens, mask, sentinel_ids):
+    """One sentinel per corrupted token instead of one per span."""
+    source, target, k = [], [], 0
+    for t, noisy in zip(tokens, mask):
+        if noisy:
+            source.append(sentinel_ids[min(k, len(sentinel_ids) - 1)])
+            target += [sentinel_ids[min(k, len(sentinel_ids) - 1)], t]
+            k += 1
+        else:
+            source.append(t)
+    return source, target
+
+
+def _span_no_target_sentinel(tokens, mask, sentinel_ids):
+    """The sentinels in the source only: the target cannot say which span is which."""
+    source, target, k = [], [], 0
+    for i, (t, noisy) in enumerate(zip(tokens, mask)):
+        if noisy and (i == 0 or not mask[i - 1]):
+            source.append(sentinel_ids[k])
+            k += 1
+        (target if noisy else source).append(t)
+    return source, target
+
+
+WRONG_ANSWERS = {
+    "relative position bucket": [_bucket_signed, _bucket_linear],
+    "span corruption from a mask": [_span_sentinel_per_token, _span_no_target_sentinel],
+}
+
+
+def test_every_exercise_of_the_chapter_has_wrong_answers():
+    from ptlm_lite import exercises as X
+
+    X.load_all()
+    mine = {n for n, s in X.EXERCISES.items() if s.chapter == "t5"}
+    assert mine == set(WRONG_ANSWERS)
+    for name, wrongs in WRONG_ANSWERS.items():
+        for wrong in wrongs:
+            assert not X.check(name, wrong).passed, (name, wrong.__name__)
