@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
+import contextlib
 import json
 import math
 import os
@@ -193,8 +194,11 @@ def read_verdicts(log: pathlib.Path) -> list[dict]:
     return out
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of a traceback
+
+
 def _error_text(e: BaseException) -> str:
-    text = str(e).strip()
+    text = ANSI.sub("", str(e)).strip()
     return f"{type(e).__name__}: {text.splitlines()[-1][:300] if text else ''}"
 
 
@@ -233,6 +237,33 @@ def slowest_cells(nb, n: int = 6) -> list[dict]:
             out.append({"cell": index, "seconds": None, "code": head, "running": True})
     out.sort(key=lambda c: -1 if c["seconds"] is None else -c["seconds"])
     return out[:n]
+
+
+KERNEL_STARTUP_TIMEOUT = 300  # seconds for a kernel to start and answer
+KERNEL_STARTS = 2  # tries: a kernel that dies on start is started once more
+
+
+@contextlib.contextmanager
+def _started_kernel(client, record: dict):
+    """``client.setup_kernel()``, with the kernel answering ``kernel_info``; a kernel
+    that dies or stays silent while starting (it happened to 2 of 44 kernels started
+    16 and 28 at a time on a GPU machine) is started once more, and the record says
+    so in ``kernel_restarts``.
+    """
+    for attempt in range(1, KERNEL_STARTS + 1):
+        stack = contextlib.ExitStack()
+        try:
+            stack.enter_context(client.setup_kernel())
+            client.wait_for_reply(client.kc.kernel_info())
+        except RuntimeError as e:  # "Kernel died before replying", "didn't respond"
+            stack.close()
+            if attempt == KERNEL_STARTS:
+                raise
+            record.setdefault("kernel_restarts", []).append(_error_text(e))
+            continue
+        with stack:
+            yield
+        return
 
 
 def run_notebook(
@@ -277,14 +308,16 @@ def run_notebook(
         timeout=timeout,
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
+        # many kernels starting at once on a loaded machine (a GPU run, 28 at a time)
+        # can take more than nbclient's default 60 s to answer
+        startup_timeout=KERNEL_STARTUP_TIMEOUT,
     )
     record["load_average_start"] = load_average()
     record.update(scale=None, device=None, cuda_peak_mb=None)
     try:
         client.reset_execution_trackers()
-        with client.setup_kernel():
+        with _started_kernel(client, record):
             pid = getattr(client.km.provisioner, "pid", None)
-            client.wait_for_reply(client.kc.kernel_info())
             start = time.perf_counter()
             deadline = start + notebook_timeout if notebook_timeout else math.inf
             try:
@@ -696,7 +729,7 @@ def _small_status(rec: dict | None) -> str | None:
     if rec["status"] == "timeout":
         return f"timed out after {rec['seconds']:.0f} s"
     if rec["status"] != "ok":
-        return f"error: {_md(rec.get('error', '')[:120])}"
+        return f"error: {_md(ANSI.sub('', rec.get('error', ''))[:120])}"
     return None
 
 

@@ -256,3 +256,38 @@ def test_merge_keeps_the_chapters_a_run_did_not_repeat():
     # running every chapter again leaves one run
     again = dict(later, chapters=SMALL["chapters"])
     assert len(C.merge(merged, again)["runs"]) == 1
+
+
+def test_a_kernel_that_dies_on_start_is_started_once_more():
+    """28 kernels started at once on a GPU machine: one died before answering, another
+    did not answer in nbclient's 60 s. chapter_times starts such a kernel once more
+    (and says so in the record); a second failure is the notebook's error."""
+    import contextlib
+
+    class Client:
+        def __init__(self, failures):
+            self.failures, self.starts, self.kc = failures, 0, self
+
+        @contextlib.contextmanager
+        def setup_kernel(self):
+            self.starts += 1
+            if self.starts <= self.failures:
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            yield
+
+        def kernel_info(self):
+            return "msg"
+
+        def wait_for_reply(self, msg):
+            return msg
+
+    record, ran = {}, []
+    client = Client(failures=1)
+    with C._started_kernel(client, record):
+        ran.append(client.starts)
+    assert ran == [2]
+    assert "Kernel died" in record["kernel_restarts"][0]
+
+    with pytest.raises(RuntimeError, match="Kernel died"):
+        with C._started_kernel(Client(failures=2), {}):
+            raise AssertionError("the body must not run")
