@@ -288,6 +288,8 @@ def test_a_kernel_that_dies_on_start_is_started_once_more():
     assert ran == [2]
     assert "Kernel died" in record["kernel_restarts"][0]
 
-    with pytest.raises(RuntimeError, match="Kernel died"):
-        with C._started_kernel(Client(failures=2), {}):
-            raise AssertionError("the body must not run")
+    with (
+        pytest.raises(RuntimeError, match="Kernel died"),
+        C._started_kernel(Client(failures=2), {}),
+    ):
+        raise AssertionError("the body must not run")
