@@ -13,7 +13,10 @@ else is measured:
   the weights; :func:`probe_chapter` says which it used);
 - **parameters**, counted on the models (the tiny ones and the papers' presets, built
   on PyTorch's ``meta`` device, so a 340M-weight model costs no memory);
-- **FLOPs per token** from :mod:`ptlm_lite.flops`.
+- **FLOPs per token** from :mod:`ptlm_lite.flops`;
+- **cost against length**, by :func:`ptlm_lite.length_cost.cost_slopes`: how one
+  layer's time and the memory it keeps for the backward pass grow with the sequence
+  length, per feature extractor.
 
 The rows come from ``_toc.yml`` (:func:`ptlm_lite.scoreboard.toc_chapters`), so a
 chapter that lands later gets a row by itself: measured where its architecture has a
@@ -444,13 +447,14 @@ def lm_type_table(models, board):
     return pd.DataFrame(rows)
 
 
-def extractor_table(models, throughput=None):
+def extractor_table(models, throughput=None, costs=None):
     """Seed 002's feature extractors compared (:data:`ptlm_lite.articles.EXTRACTORS`:
     long-range ability, parallelism, cost, declared) beside the book's measurements:
     the chapters using each, the contexts the probe found, the median tiny model's
-    weights, and the fastest stored training throughput (``throughput``: a DataFrame
-    of :func:`ptlm_lite.scoreboard.stored_benchmarks`; Transformers only).
-    Chapter: the synthesis."""
+    weights, the fastest stored training throughput (``throughput``: a DataFrame
+    of :func:`ptlm_lite.scoreboard.stored_benchmarks`; Transformers only) and, with
+    ``costs`` (:func:`ptlm_lite.length_cost.cost_slopes`), the measured exponents of
+    time and backward memory against the length. Chapter: the synthesis."""
     import pandas as pd
 
     from .articles import EXTRACTORS
@@ -472,4 +476,10 @@ def extractor_table(models, throughput=None):
              "weights (tiny, median)": mine["params (tiny)"].median(),
              "training throughput (stored)": best or "not measured"}
         )  # fmt: skip
+        if costs is not None:
+            got = costs[costs["extractor"] == key]
+            for col in ("time ∝ T^k, k", "memory ∝ T^k, k"):
+                rows[-1][f"{col} (measured)"] = (
+                    round(float(got[col].iloc[0]), 2) if len(got) else None
+                )
     return pd.DataFrame(rows)

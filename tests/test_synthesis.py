@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 import torch
 
-from ptlm_lite import articles, scoreboard, synthesis
+from ptlm_lite import articles, length_cost, scoreboard, synthesis
 from ptlm_lite.viz import synthesis_views
 
 CHAPTERS = scoreboard.toc_chapters()
@@ -246,3 +246,37 @@ WRONG_ANSWERS = {
     "is left-to-right": [_l2r_with_diagonal, _l2r_subset],
     "prefix length": [_prefix_from_first_row, _prefix_any_block],
 }
+
+
+def test_cost_slopes_measure_what_grows_with_length():
+    """The backward memory of one layer, counted by autograd's saved-tensor hooks: an
+    LSTM keeps its states (∝ T), the fused attention kernel keeps no T × T weights
+    (∝ T), the written-out attention does (∝ T²). Times are not asserted (they are
+    the machine's), only that each length has one."""
+    costs = length_cost.cost_slopes(lengths=(64, 128, 256), repeat=1).set_index(
+        "extractor"
+    )
+    assert list(costs.index) == list(articles.EXTRACTORS)
+    mem = costs["memory ∝ T^k, k"]
+    for name in costs.index:
+        assert 0.85 < mem[name] < 1.15, (name, mem[name])
+    assert all(costs[f"ms at {T}"].gt(0).all() for T in (64, 128, 256))
+
+    from ptlm_lite.attention import attention
+
+    def written_out(x):  # return_weights=True takes the path that keeps the weights
+        q = x.unflatten(-1, (4, -1)).transpose(1, 2)
+        return attention(q, q, q, return_weights=True)[0]
+
+    small, big = (
+        length_cost._saved_bytes(written_out, torch.randn(1, T, 64)) for T in (128, 256)
+    )
+    assert 3.5 < big / small < 4.1  # doubling T: four times the memory
+    assert length_cost._slope([1, 2, 4], [3, 12, 48]) == pytest.approx(2.0)
+
+
+def test_cost_slopes_say_what_lengths_they_take():
+    with pytest.raises(ValueError, match="lengths must be increasing"):
+        length_cost.cost_slopes(lengths=(256, 128))
+    with pytest.raises(ValueError, match="lengths must be increasing"):
+        length_cost.cost_slopes(lengths=(128,))
