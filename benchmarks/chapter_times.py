@@ -301,6 +301,10 @@ def run_notebook(
     os.close(fd)
     # the kernel inherits this environment
     os.environ.update(OFFLINE, PTLM_CACHE=cache.name)
+    # the kernel imports this checkout's package, whatever `pip install -e` points at
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [env_before.get("PYTHONPATH")])]
+    )
     os.environ[LOG_VAR] = log
     os.environ["PTLM_STEP_LOG"] = steps_log  # one line per training run (train.py)
     client = NotebookClient(

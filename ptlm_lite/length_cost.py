@@ -42,10 +42,12 @@ def _extractor_layers(d: int, heads: int, window: int):
 
 
 def _nn_lstm(d: int, bidirectional: bool):
-    """A one-layer ``torch.nn.LSTM`` of width ``d`` (seeded), batch first."""
-    torch.manual_seed(0)
+    """A one-layer ``torch.nn.LSTM`` of width ``d`` (seeded, the global random state
+    left as it was), batch first."""
     hidden = d // 2 if bidirectional else d
-    return torch.nn.LSTM(d, hidden, batch_first=True, bidirectional=bidirectional)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return torch.nn.LSTM(d, hidden, batch_first=True, bidirectional=bidirectional)
 
 
 def _saved_bytes(fn, x) -> int:
@@ -84,13 +86,17 @@ def cost_slopes(lengths=(512, 1024, 2048, 4096), d: int = 64, heads: int = 4,
     DataFrame, one row per extractor.
 
     Measured, on whatever machine runs it: the book's attention calls PyTorch's fused
-    kernel, which never stores the T × T weights, so its memory grows like T while its
-    time grows like T² — the articles' O(n²) is the arithmetic. Chapter: the
+    kernel, which does not keep the T × T weights for the backward pass, so its two
+    exponents need not agree (the articles' O(n²) counts the arithmetic). Chapter: the
     synthesis (the efficient-attention chapter measures the long-sequence forms)."""
     import pandas as pd
 
-    if len(lengths) < 2 or sorted(lengths) != list(lengths) or lengths[0] < 1:
+    if len(lengths) < 2 or sorted(set(lengths)) != list(lengths) or lengths[0] < 1:
         raise ValueError(f"lengths must be increasing positive lengths, got {lengths}")
+    if d < 1 or heads < 1 or d % heads:
+        raise ValueError(
+            f"d must be a positive multiple of heads, got d={d}, heads={heads}"
+        )
     rows = []
     for name, fn in _extractor_layers(d, heads, window).items():
         row = {"extractor": name}

@@ -135,13 +135,14 @@ def module_hashes(
         f = pathlib.Path(file).resolve()
         if f.is_file() and (f.is_relative_to(pkg) or f.is_relative_to(solutions_dir())):
             out[name] = file_hash(f)
-        else:
+        elif name == PACKAGE or name.startswith((f"{PACKAGE}.", f"{SOLUTIONS}.")):
             outside.append(f"{name} ({file})")
     if outside:
-        print(
-            f"execute: warning: not tracked, loaded from outside {pkg}: "
-            f"{', '.join(outside)}",
-            file=sys.stderr,
+        # a record without these modules would never go stale: refuse to write it
+        raise RuntimeError(
+            f"execute: the kernel loaded {PACKAGE} modules from outside {pkg}: "
+            f"{', '.join(outside)}; the notebook would be recorded against code that is "
+            "not this checkout's"
         )
     return out
 
@@ -239,6 +240,11 @@ def run_with_verdicts(
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.update(env)
     os.environ["PTLM_VERDICT_LOG"] = log
+    # the kernel imports this checkout's package, whatever `pip install -e` points at
+    # (another clone's, after a CI run there): the record is of the code beside it
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [env_before.get("PYTHONPATH")])]
+    )
     start = time.perf_counter()
     try:
         files = _run(nb, path, timeout)

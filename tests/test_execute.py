@@ -177,6 +177,15 @@ def test_module_file_prefers_package_and_stays_inside(executed):
     )
 
 
+def test_the_package_loaded_from_another_checkout_is_refused(executed):
+    """A kernel that imported the package from elsewhere (an editable install pointing
+    at another clone) would leave a record with no modules, never stale: refused."""
+    ex, root, _, _ = executed
+    elsewhere = {f"{PKG}.sub": sys.modules["json"].__file__}
+    with pytest.raises(RuntimeError, match="from outside"):
+        ex.module_hashes(elsewhere)
+
+
 def test_a_failing_notebook_is_left_untouched(executed):
     ex, root, _, _ = executed
     from nbclient.exceptions import CellExecutionError

@@ -280,3 +280,13 @@ def test_cost_slopes_say_what_lengths_they_take():
         length_cost.cost_slopes(lengths=(256, 128))
     with pytest.raises(ValueError, match="lengths must be increasing"):
         length_cost.cost_slopes(lengths=(128,))
+    with pytest.raises(ValueError, match="lengths must be increasing"):
+        length_cost.cost_slopes(lengths=(128, 128))
+    with pytest.raises(ValueError, match="d must be a positive multiple of heads"):
+        length_cost.cost_slopes(d=30, heads=4)
+
+
+def test_cost_slopes_leave_the_global_random_state_alone():
+    before = torch.random.get_rng_state()
+    length_cost.cost_slopes(lengths=(16, 32), repeat=1)
+    assert torch.equal(torch.random.get_rng_state(), before)

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import re
 
-import torch
-
 from ..albert import AlbertConfig, AlbertForPreTraining
 from . import load_converted
 from .bert import config_from_hf as bert_config
+from .rename import rename, stack_qkv
 
 __all__ = ["config_from_hf", "convert_state_dict", "from_hf"]
 
@@ -80,23 +79,10 @@ def config_from_hf(hf_config) -> AlbertConfig:
 def convert_state_dict(hf_state: dict) -> dict:
     """Rename a Hugging Face ``AlbertForPreTraining`` state dict to ptlm_lite's names,
     stacking query, key and value."""
-    out = {}
-    for name, tensor in hf_state.items():
-        if _SKIP.search(name):
-            continue
-        for pattern, repl in _RULES:
-            new, hits = re.subn(pattern, repl, name)
-            if hits:
-                out[new] = tensor
-                break
-        else:
-            raise KeyError(f"no rule converts the Hugging Face tensor {name!r}")
-    for key in [k for k in out if ".attn.query." in k]:  # (3D, D): W_Q, W_K, W_V
-        stem, leaf = key.split(".attn.query.")
-        out[f"{stem}.attn.qkv.{leaf}"] = torch.cat(
-            [out.pop(f"{stem}.attn.{n}.{leaf}") for n in ("query", "key", "value")]
-        )
-    return out
+    out = rename(hf_state, _RULES, _SKIP)
+    return stack_qkv(
+        out, r"(.*\.attn)\.query\.(weight|bias)", ("query", "key", "value")
+    )
 
 
 def from_hf(hf_model) -> AlbertForPreTraining:

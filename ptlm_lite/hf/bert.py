@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import re
 
-import torch
-
 from ..bert import BERT_FIELDS, BertForPreTraining
 from ..config import Config
 from . import load_converted
+from .rename import rename, stack_qkv
 
 __all__ = ["config_from_hf", "convert_state_dict", "from_hf", "from_pretrained_hf"]
 
@@ -102,26 +101,12 @@ def convert_state_dict(hf_state: dict) -> dict:
     ptlm_lite's names (a headless ``BertModel``'s names get the ``bert.`` prefix),
     stacking query, key and value.
     """
-    out = {}
     if not any(k.startswith("bert.") for k in hf_state):  # BertModel: no prefix
         hf_state = {f"bert.{k}": v for k, v in hf_state.items()}
-    for name, tensor in hf_state.items():
-        if _SKIP.search(name):
-            continue
-        for pattern, repl in _RULES:
-            new, hits = re.subn(pattern, repl, name)
-            if hits:
-                out[new] = tensor
-                break
-        else:
-            raise KeyError(f"no rule converts the Hugging Face tensor {name!r}")
-    # W_Q, W_K, W_V stacked: one (3D, D) matrix
-    for key in [k for k in out if ".attn.query." in k]:
-        stem, leaf = key.split(".attn.query.")
-        out[f"{stem}.attn.qkv.{leaf}"] = torch.cat(
-            [out.pop(f"{stem}.attn.{n}.{leaf}") for n in ("query", "key", "value")]
-        )
-    return out
+    out = rename(hf_state, _RULES, _SKIP)
+    return stack_qkv(
+        out, r"(.*\.attn)\.query\.(weight|bias)", ("query", "key", "value")
+    )
 
 
 # heads a checkpoint may lack (MaskedLM: no pooler/NSP)

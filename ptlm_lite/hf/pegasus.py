@@ -30,6 +30,7 @@ import torch
 from ..config import Config
 from ..pegasus import PEGASUS_FIELDS, Pegasus, pegasus_positions
 from . import load_converted
+from .rename import rename, stack_qkv
 
 __all__ = ["config_from_hf", "convert_state_dict", "from_hf", "from_pretrained_hf"]
 
@@ -107,26 +108,8 @@ def config_from_hf(hf_config) -> Config:
 def convert_state_dict(hf_state: dict) -> dict:
     """Rename a ``PegasusForConditionalGeneration`` state dict to ptlm_lite's names,
     stacking each attention's query, key and value into one ``qkv``."""
-    out = {}
-    for name, tensor in hf_state.items():
-        if _SKIP.search(name):
-            continue
-        for pattern, repl in _RULES:
-            new, hits = re.subn(pattern, repl, name)
-            if hits:
-                out[new] = tensor
-                break
-        else:
-            raise KeyError(f"no rule converts the Hugging Face tensor {name!r}")
-    # W_Q, W_K, W_V stacked: one (3D, D) matrix per attention
-    for key in list(out):
-        hit = re.fullmatch(r"(.*\.(?:attn|cross))\.q\.(weight|bias)", key)
-        if hit:
-            stem, leaf = hit.groups()
-            out[f"{stem}.qkv.{leaf}"] = torch.cat(
-                [out.pop(f"{stem}.{n}.{leaf}") for n in "qkv"]
-            )
-    return out
+    out = rename(hf_state, _RULES, _SKIP)
+    return stack_qkv(out, r"(.*\.(?:attn|cross))\.q\.(weight|bias)", "qkv")
 
 
 _SIDES = ("encoder", "decoder")
