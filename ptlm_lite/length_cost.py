@@ -9,9 +9,6 @@ Chapter: ``chapters/synthesis.ipynb`` (the table of feature extractors).
 
 from __future__ import annotations
 
-import math
-import time
-
 import torch
 
 __all__ = ["cost_slopes"]
@@ -79,17 +76,20 @@ def _slope(xs, ys) -> float:
 def cost_slopes(lengths=(512, 1024, 2048, 4096), d: int = 64, heads: int = 4,
                 window: int = 64, repeat: int = 5):  # fmt: skip
     """How one layer of each feature extractor costs against the sequence length T:
-    forward time (the best of ``repeat``, one sequence, no gradient) and the memory it
-    keeps for the backward pass (:func:`_saved_bytes`) at each length, and the
-    exponent k of cost ∝ T^k: the slope of log cost against log T (least squares over
-    the lengths; long ones, where the fixed costs of a call matter least). A
-    DataFrame, one row per extractor.
+    forward time (:func:`ptlm_lite.recipes.efficient.measure`: the fastest of at least
+    ``repeat`` runs, one sequence, no gradient) and the memory it keeps for the
+    backward pass (:func:`_saved_bytes`) at each length, and the exponent k of
+    cost ∝ T^k: the slope of log cost against log T (least squares over the lengths;
+    long ones, where the fixed costs of a call matter least). A DataFrame, one row per
+    extractor.
 
     Measured, on whatever machine runs it: the book's attention calls PyTorch's fused
     kernel, which does not keep the T × T weights for the backward pass, so its two
     exponents need not agree (the articles' O(n²) counts the arithmetic). Chapter: the
     synthesis (the efficient-attention chapter measures the long-sequence forms)."""
     import pandas as pd
+
+    from .recipes.efficient import measure
 
     if len(lengths) < 2 or sorted(set(lengths)) != list(lengths) or lengths[0] < 1:
         raise ValueError(f"lengths must be increasing positive lengths, got {lengths}")
@@ -103,13 +103,8 @@ def cost_slopes(lengths=(512, 1024, 2048, 4096), d: int = 64, heads: int = 4,
         times, mems = [], []
         for T in lengths:
             x = torch.randn(1, T, d, generator=torch.Generator().manual_seed(T))
-            with torch.no_grad():
-                fn(x)  # warm-up
-                best = math.inf
-                for _ in range(repeat):
-                    t0 = time.perf_counter()
-                    fn(x)
-                    best = min(best, time.perf_counter() - t0)
+            # the efficient chapter's timer: a warm-up, then the fastest of the runs
+            best = measure(lambda f=fn, x=x: f(x), repeat=repeat)["seconds"]
             times.append(best)
             mems.append(_saved_bytes(fn, x.clone()))
             row[f"ms at {T}"] = 1e3 * best
