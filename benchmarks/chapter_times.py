@@ -574,11 +574,13 @@ def page(result: dict) -> str:
     longer exist are left out; a chapter in the table of contents links to its page.
     """
     m = result["machine"]
+    runs = result.get("runs") or [result]
     rows = [
-        "| chapter | notebook | seconds | peak memory (MB) | load average |",
-        "|:---|:---|---:|---:|---:|",
+        "| chapter | notebook | seconds | peak memory (MB) | load average | measured |",
+        "|:---|:---|---:|---:|---:|:---|",
     ]
     shown = [c for c in result["chapters"] if (ROOT / c["file"]).exists()]
+    stale = 0
     for c in shown:
         load = (
             f"{c['load_average_start'][0]:.1f}" if c.get("load_average_start") else "-"
@@ -588,8 +590,16 @@ def page(result: dict) -> str:
         if c.get("in_toc", True):
             name = f"[{name}](../{c['file']})"
         peak = f"{c['peak_rss_mb']:,}" if c.get("peak_rss_mb") is not None else "-"
+        run = runs[min(c.get("run", 0), len(runs) - 1)]
+        when = f"{run['date'][:10]}, {run['machine'].get('cpu_capability') or '?'}"
+        # a record of an older version of the chapter (or one from before the
+        # records kept the code's hash) is no measure of the chapter as it is now
+        if c.get("code_hash") is None or c["code_hash"] != current_code_hash(c["file"]):
+            when += " (**the chapter has changed since**)"
+            stale += 1
         rows.append(
-            f"| {name}{status} | `{c['file']}` | {c['seconds']:.0f} | {peak} | {load} |"
+            f"| {name}{status} | `{c['file']}` | {c['seconds']:.0f} | {peak} | {load} "
+            f"| {when} |"
         )
     total = sum(c["seconds"] for c in shown)
     machine_line = (
@@ -622,7 +632,13 @@ def page(result: dict) -> str:
             "",
             *rows,
             "",
-            f"All of them, one after the other: {total / 60:.0f} minutes.",
+            f"All of them, one after the other: {total / 60:.0f} minutes."
+            + (
+                f" {stale} of the {len(shown)} rows measured an older version of "
+                "their notebook: re-run `python benchmarks/chapter_times.py` for them."
+                if stale
+                else ""
+            ),
             "",
         ]
     )

@@ -293,3 +293,26 @@ def test_a_kernel_that_dies_on_start_is_started_once_more():
         C._started_kernel(Client(failures=2), {}),
     ):
         raise AssertionError("the body must not run")
+
+
+def test_the_timings_page_marks_rows_of_an_older_chapter():
+    """book/timings.md: a time measured on an older version of a notebook (or before
+    the records kept its hash) says so, and the page counts such rows."""
+    file = "chapters/gpt.ipynb"
+    machine = {"cpu": "x", "cores": 2, "memory_gib": 1, "platform": "Linux-x",
+               "python": "3", "torch": "2", "torch_threads": 1,
+               "cpu_capability": "AVX2"}  # fmt: skip
+    for recorded, stale in (
+        (C.current_code_hash(file), False),
+        ("0123456789abcdef", True),
+        (None, True),
+    ):
+        row = {"file": file, "title": "GPT", "status": "ok", "seconds": 30.0,
+               "peak_rss_mb": 500, "run": 0, "code_hash": recorded}  # fmt: skip
+        result = {"date": "2026-11-26 12:00 UTC", "machine": machine, "jobs": 1,
+                  "scale": "tiny", "chapters": [row],
+                  "runs": [{"date": "2026-11-26 12:00 UTC", "machine": machine}]}  # fmt: skip
+        text = C.page(result)
+        assert ("the chapter has changed since" in text) == stale, recorded
+        assert ("1 of the 1 rows measured an older version" in text) == stale
+        assert "2026-11-26, AVX2" in text
