@@ -215,6 +215,14 @@ def current_code_hash(file: str) -> str | None:
     return code_hash(json.loads(path.read_text())) if path.exists() else None
 
 
+def outdated(record: dict, file: str) -> bool:
+    """Whether ``record`` (one notebook's run) measured an older version of ``file``
+    than the one on disk, or comes from before the records kept the code's hash: no
+    measure of the notebook as it is now."""
+    recorded = record.get("code_hash")
+    return recorded is None or recorded != current_code_hash(file)
+
+
 def slowest_cells(nb, n: int = 6) -> list[dict]:
     """The ``n`` code cells that took longest (nbclient's timing metadata), and the
     one still running when the notebook's time was up (``"running": true``)."""
@@ -592,9 +600,7 @@ def page(result: dict) -> str:
         peak = f"{c['peak_rss_mb']:,}" if c.get("peak_rss_mb") is not None else "-"
         run = runs[min(c.get("run", 0), len(runs) - 1)]
         when = f"{run['date'][:10]}, {run['machine'].get('cpu_capability') or '?'}"
-        # a record of an older version of the chapter (or one from before the
-        # records kept the code's hash) is no measure of the chapter as it is now
-        if c.get("code_hash") is None or c["code_hash"] != current_code_hash(c["file"]):
+        if outdated(c, c["file"]):
             when += " (**the chapter has changed since**)"
             stale += 1
         rows.append(
@@ -952,7 +958,7 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
             )
             if rec.get("device"):
                 said += f" on {_md(rec['device'])}"
-            if rec.get("code_hash") != current_code_hash(ch["file"]):
+            if outdated(rec, ch["file"]):
                 said += (
                     " (**the chapter has changed since this run**, its `small` "
                     "settings perhaps too: the run is a record of what was, not of "

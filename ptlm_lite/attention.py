@@ -225,11 +225,23 @@ def attention(
 
 def _poison(out, q, k, v, bias):
     """NaN in every output of a (batch, head) whose q, k or v holds a NaN or inf, or
-    whose bias holds a NaN or +inf; ``out`` unchanged (+0.0) elsewhere. The fused
-    kernel and the written-out softmax treat such inputs differently (a NaN query can
-    come out of the fused CPU kernel as zeros; a NaN key behind the mask poisons the
-    written-out rows but not the fused causal ones): with this rule both paths give
-    the same answer on every input, and a NaN is never hidden."""
+    whose bias holds a NaN or +inf; ``out`` unchanged elsewhere. The fused kernel and
+    the written-out softmax treat such inputs differently (a NaN query can come out of
+    the fused CPU kernel as zeros; a NaN key behind the mask poisons the written-out
+    rows but not the fused causal ones): with this rule both paths give the same
+    answer on every input, and a NaN is never hidden.
+
+    One sum per tensor says whether anything is wrong (a NaN or ±inf makes the sum NaN
+    or ±inf; a bias's -inf, a mask, only makes it -inf): on a CPU, where reading that
+    number back costs nothing, the usual case ends there."""
+    if out.device.type == "cpu" and not torch.compiler.is_compiling():
+        with torch.no_grad():
+            sums = [q.sum(), k.sum(), v.sum()]
+            if bias is not None:
+                b = bias.sum()
+                sums.append(b.masked_fill(b == float("-inf"), 0.0))
+            if bool(torch.stack(sums).isfinite().all()):
+                return out
     bad = (~q.isfinite()).any(-1).any(-1) | (~k.isfinite()).any(-1).any(-1)
     bad = bad | (~v.isfinite()).any(-1).any(-1)  # (B, H)
     if bias is not None:

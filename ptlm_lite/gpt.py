@@ -246,7 +246,8 @@ class GPTForTask(Model):
     ``mode``: "classify" (C = 1 sequence, ``n_out`` classes), "sum" (similarity: the
     states of the C = 2 orderings are added) or "choice" (one score per sequence,
     softmax over the C choices). ``lm_weight`` is λ of the auxiliary language-modelling
-    loss (0.5 in the paper; 0 turns it off): L3 = L_task + λ·L_LM.
+    loss (0.5 in the paper; 0 turns it off, and ``extra["lm_loss"]`` is then None): L3 =
+    L_task + λ·L_LM.
     """
 
     def __init__(
@@ -278,7 +279,8 @@ class GPTForTask(Model):
         lm_targets = flat.roll(-1, dims=1).masked_fill(
             pos >= flat_last[:, None], IGNORE
         )
-        out = self.gpt(flat, targets=lm_targets)
+        # λ = 0: no LM loss to compute (it would add nothing to the gradient)
+        out = self.gpt(flat, targets=lm_targets if self.lm_weight else None)
         # (B*C, D): the [extract] states
         h = out.last_hidden[torch.arange(B * C), flat_last]
         if self.mode == "sum":
@@ -291,5 +293,7 @@ class GPTForTask(Model):
         loss = task_loss = None
         if labels is not None:
             task_loss = cross_entropy(logits, labels, name="labels")
-            loss = task_loss + self.lm_weight * out.loss  # L3 = L2 + λ·L1
+            loss = task_loss
+            if self.lm_weight:
+                loss = task_loss + self.lm_weight * out.loss  # L3 = L2 + λ·L1
         return Output(logits, loss, None, {"task_loss": task_loss, "lm_loss": out.loss})

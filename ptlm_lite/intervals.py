@@ -17,7 +17,7 @@ import math
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 __all__ = [
     "t_quantile",
@@ -32,14 +32,16 @@ __all__ = [
 
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (``df`` may be
-    fractional, as Welch's is; ``inf`` gives the normal): ``scipy.stats.t.ppf``.
+    fractional, as Welch's is; ``inf`` gives the normal): ``scipy.stats.t.ppf``, bit
+    for bit, through the special functions it calls (``stdtrit``, ``ndtri``), which
+    spares every chapter the second it takes to import ``scipy.stats``.
     ``t_quantile(0.975, 2) = 4.303``.
     """
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be in (0, 1), got {p!r}")
     if not df > 0:
         raise ValueError(f"df must be > 0, got {df!r}")
-    return float(stats.norm.ppf(p) if math.isinf(df) else stats.t.ppf(p, df))
+    return float(special.ndtri(p) if math.isinf(df) else special.stdtrit(df, p))
 
 
 def as_runs(values, where: str) -> np.ndarray:

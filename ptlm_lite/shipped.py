@@ -1,6 +1,6 @@
 """Two small models trained ahead of time and shipped with the package.
 
-A chapter's own models train in under a minute and write gibberish. These two were
+A chapter's own models train in seconds and write gibberish. These two were
 trained for about ten minutes on one CPU thread by ``scripts/train_shipped.py`` and
 ship as package data in ``ptlm_lite/data/shipped/``: fp16 safetensors weights, the
 tokenizer, and a JSON file stating the config, the command, the training time, the

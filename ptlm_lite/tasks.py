@@ -113,13 +113,15 @@ class DateTask:
         return FORMATS[rng.choice(self.formats)](d), d.isoformat()
 
     def encode_pairs(self, pairs) -> dict:
-        v = self.vocab
-        src = torch.full((len(pairs), self.src_len), v.pad_id)
-        tgt = torch.full((len(pairs), self.tgt_len + 1), v.pad_id)
-        for i, (s, t) in enumerate(pairs):
+        v, pad = self.vocab, self.vocab.pad_id
+        src_rows, tgt_rows = [], []
+        for s, t in pairs:  # padded as lists, made into tensors once
             s_ids, t_ids = v.encode(s), [v.bos_id] + v.encode(t) + [v.eos_id]
-            src[i, : len(s_ids)] = torch.tensor(s_ids)
-            tgt[i, : len(t_ids)] = torch.tensor(t_ids)
+            src_rows.append(s_ids + [pad] * (self.src_len - len(s_ids)))
+            tgt_rows.append(t_ids + [pad] * (self.tgt_len + 1 - len(t_ids)))
+        n = len(pairs)
+        src = torch.tensor(src_rows, dtype=torch.long).view(n, self.src_len)
+        tgt = torch.tensor(tgt_rows, dtype=torch.long).view(n, self.tgt_len + 1)
         # padding does not count
         tgt_out = tgt[:, 1:].masked_fill(tgt[:, 1:] == v.pad_id, IGNORE)
         return {"src": src, "tgt_in": tgt[:, :-1], "tgt_out": tgt_out}

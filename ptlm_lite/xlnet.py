@@ -16,6 +16,7 @@ Three things are new, and each is a mask or a second call of the one attention:
    module with the same keys and values [memory ; h]; only the queries and masks differ.
 3. **Partial prediction.** Only the last T/K positions of each order are predicted:
    they have a long context; the first ones would be guessed from almost nothing.
+   ``predict_at`` (XLNet's ``target_mapping``) runs g, and the last layer, only there.
 
 Relative positions and the memory are Transformer-XL's
 (:mod:`ptlm_lite.transformer_xl`); XLNet is
@@ -26,13 +27,14 @@ Chapter: ``chapters/xlnet.ipynb``; training loops in :mod:`ptlm_lite.recipes.xln
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from .attention import check_mask, Dropout
+from .attention import Dropout, check_mask
 from .config import register_preset
 from .layers import Block, check_ids, init_weights
 from .masks import permutation_masks  # XLNet's two masks: the one function, in masks
@@ -87,50 +89,71 @@ def sample_order(B: int, T: int, generator: torch.Generator) -> torch.Tensor:
     return torch.stack([torch.randperm(T, generator=generator) for _ in range(B)])
 
 
+@functools.lru_cache(maxsize=32)
+def _sinusoids(Tk: int, D: int, dtype, device) -> torch.Tensor:
+    """R_d for d from Tk - 1 down to 1 - Tk: (2Tk - 1, D), all sines then all cosines
+    (once per shape; never an inference tensor, which training could not use)."""
+    with torch.inference_mode(False):
+        d = torch.arange(Tk - 1, -Tk, -1, device=device, dtype=dtype)[:, None]
+        f = torch.exp(-math.log(10000.0) * torch.arange(0, D, 2) / D).to(device, dtype)
+        return torch.cat([(d * f).sin(), (d * f).cos()], -1)
+
+
 class XLNetAttention(RelativeAttention):
     """Transformer-XL's relative attention with signed distances, as in XLNet.
 
-    Key j is d = i + (Tk - Tq) - j positions behind query i; d < 0 is a key after the
-    query, which a bidirectional model may see. R_d = [sin(d·f) ; cos(d·f)], the
-    layout of XLNet's released code (and Hugging Face's), for d from Tk - 1 down to
-    1 - Tq.
+    Key j is d = a_i - j positions behind query i, a_i its place among the keys (by
+    default the last Tq keys: a_i = i + Tk - Tq; ``forward(..., at=)`` (B, Tq) puts
+    the queries elsewhere: XLNet's target mapping); d < 0 is a key after the query,
+    which a bidirectional model may see. R_d = [sin(d·f) ; cos(d·f)], the layout of
+    XLNet's released code (and Hugging Face's), for d from Tk - 1 down to 1 - Tk.
     """
+
+    at = None  # (B, Tq) or None: where this call's queries sit among the keys
+
+    def forward(self, x, context=None, mask=None, at=None, **kwargs):
+        self.at = at  # read by relative_bias, within this call
+        return super().forward(x, context, mask, **kwargs)
 
     def relative_bias(self, q, k):
         (B, H, Tq, dh), Tk = q.shape, k.shape[-2]
-        d = torch.arange(Tk - 1, -Tq, -1, device=q.device, dtype=q.dtype)  # Tk+Tq-1
-        f = torch.exp(
-            -math.log(10000.0) * torch.arange(0, self.d_model, 2) / self.d_model
-        )
-        R = torch.cat([(d[:, None] * f.to(q)).sin(), (d[:, None] * f.to(q)).cos()], -1)
-        r = self.split(self.r(R)[None])[0]  # (H, Tk+Tq-1, dh)
+        R = _sinusoids(Tk, self.d_model, q.dtype, q.device)  # (2Tk-1, D)
+        r = self.split(self.r(R)[None])[0]  # (H, 2Tk-1, dh)
         c = torch.einsum("hd,bhkd->bhk", self.u, k)[:, :, None]  # (c): uᵀk_j
-        bd = (q + self.v[:, None]) @ r.transpose(-1, -2)  # (B, H, Tq, Tk+Tq-1)
-        i = torch.arange(Tq, device=q.device)[:, None]
-        col = (Tq - 1 - i) + torch.arange(Tk, device=q.device)[None]  # d at column
-        bd = bd.gather(-1, col.expand(B, H, Tq, Tk))  # (b) + (d), by key
+        bd = (q + self.v[:, None]) @ r.transpose(-1, -2)  # (B, H, Tq, 2Tk-1)
+        at = self.at
+        if at is None:  # the queries are the last Tq keys
+            at = torch.arange(Tk - Tq, Tk, device=q.device).expand(B, -1)
+        col = (Tk - 1 - at)[..., None] + torch.arange(Tk, device=q.device)  # d at col
+        bd = bd.gather(-1, col[:, None].expand(B, H, Tq, Tk))  # (b) + (d), by key
         return (c + bd) / math.sqrt(dh)
 
 
 class TwoStreamBlock(Block):
     """One XLNet layer run on both streams with the same weights (post-LN).
 
-    ``forward(h, g, content_mask, query_mask, memory=None)``: keys and values are
-    [memory ; h] for both; h attends with ``content_mask``, g with ``query_mask``.
-    g may be None (content stream only: fine-tuning, or MLM on the same network).
+    ``forward(h, g, content_mask, query_mask, memory=None, at=None, content=True)``:
+    keys and values are [memory ; h] for both, projected once; h attends with
+    ``content_mask``, g with ``query_mask``. g may be None (content stream only:
+    fine-tuning, or MLM on the same network), or hold only some positions: ``at`` (B,
+    P), their places among the keys. ``content=False``: h's own update is skipped
+    (None), for a last layer whose h nobody reads.
     """
 
-    def forward(self, h, g, content_mask, query_mask, memory=None, weights=False):
+    def forward(
+        self, h, g, content_mask, query_mask, memory=None, weights=False, at=None,
+        content=True,
+    ):  # fmt: skip
         kv = h if memory is None else torch.cat([memory, h], dim=1)
+        kw = {"return_weights": weights, "cache": {}}  # k, v of kv: projected once
 
-        def layer(x, mask):
-            x, w = self.sublayer(
-                x, self.ln1, lambda y: self.attn(y, kv, mask, return_weights=weights)
-            )
+        def layer(x, mask, at=None):
+            f = lambda y: self.attn(y, kv, mask, at=at, **kw)
+            x, w = self.sublayer(x, self.ln1, f)
             return self.sublayer(x, self.ln2, lambda y: (self.ff(y), None))[0], w
 
-        h2, w_h = layer(h, content_mask)
-        g2, w_g = (None, None) if g is None else layer(g, query_mask)
+        h2, w_h = layer(h, content_mask) if content else (None, None)
+        g2, w_g = (None, None) if g is None else layer(g, query_mask, at)
         return h2, g2, (w_h, w_g)
 
 
@@ -138,11 +161,15 @@ class XLNet(Model):
     """The XLNet language model (bidirectional attention type "bi", no segments).
 
     ``forward(ids, order=None, targets=None, content_mask=None, query_mask=None,
-    memory=None, two_stream=True)``. Give an ``order`` ((T,) or (B, T)) or both masks
-    ((B, T, M + T), True = may attend); with neither, every position sees every
-    position (content stream only, as in fine-tuning or MLM). ``logits`` (B, T, V)
-    come from g when ``two_stream`` and from h otherwise; ``targets`` (B, T) uses
-    -100 for positions not predicted. ``extra`` holds ``"h"`` and ``"g"``.
+    memory=None, two_stream=True, predict_at=None)``. Give an ``order`` ((T,) or (B,
+    T)) or both masks ((B, T, M + T), True = may attend); with neither, every position
+    sees every position (content stream only, as in fine-tuning or MLM). ``logits`` (B,
+    T, V) come from g when ``two_stream`` and from h otherwise; ``targets`` (B, T) uses
+    -100 for positions not predicted. ``predict_at`` (B, P): logits only at these
+    positions (XLNet's ``target_mapping``, as indices), the same numbers computed for
+    P rows instead of T: g only there, and the last layer's queries only there (the
+    content stream's last h is then None, or (B, P, D) with ``two_stream=False``):
+    logits (B, P, V), targets (B, P). ``extra`` holds ``"h"`` and ``"g"``.
     """
 
     config_cls, config_example = XLNetConfig, "preset('xlnet-tiny')"
@@ -169,7 +196,7 @@ class XLNet(Model):
 
     def forward(
         self, ids, order=None, targets=None, content_mask=None, query_mask=None,
-        memory=None, two_stream=True, return_attention=False,
+        memory=None, two_stream=True, return_attention=False, predict_at=None,
     ):  # fmt: skip
         check_ids(ids, self.config.vocab_size)
         (B, T), M = ids.shape, check_memory(memory, ids)
@@ -195,13 +222,34 @@ class XLNet(Model):
             raise ValueError("query_mask: give it with content_mask (or an order)")
         for name, m in (("content_mask", content_mask), ("query_mask", query_mask)):
             check_mask(m, T, M + T, name)
+        idx = None if predict_at is None else torch.as_tensor(predict_at).to(ids.device)
+        if idx is not None and (  # logits only there: g, and the last layer's queries
+            idx.dim() != 2 or len(idx) != B or idx.is_floating_point()
+            or not ((0 <= idx) & (idx < T)).all()
+        ):  # fmt: skip
+            raise ValueError(f"predict_at must be (B, P) positions in 0..{T - 1}")
+
+        def rows(x):  # x (B, T, ·) or (T, ·) at the predicted positions: (B, P, ·)
+            x = x.expand(B, T, x.shape[-1])
+            return x.gather(1, idx[..., None].expand(-1, -1, x.shape[-1]))
+
+        at = None if idx is None else idx + M  # their places among the keys
+        query_mask = rows(query_mask) if two_stream and at is not None else query_mask
         h = self.drop(self.tok(ids))
-        g = self.drop(self.mask_emb.expand(B, T, -1)) if two_stream else None
+        P = T if at is None else at.shape[1]
+        g = self.drop(self.mask_emb.expand(B, P, -1)) if two_stream else None
         hidden, attentions = [], []
         for i, block in enumerate(self.blocks):
             hidden.append(h)
             mem = None if memory is None else memory[i]
-            h, g, w = block(h, g, content_mask, query_mask, mem, return_attention)
+            # the last layer: queries only where predicted (nothing reads the rest)
+            last = at is not None and i == len(self.blocks) - 1
+            if last and not two_stream:  # the content stream's, as g's
+                g, query_mask = rows(h), rows(content_mask)
+            h, g, w = block(
+                h, g, content_mask, query_mask, mem, return_attention, at, not last
+            )
+            h, g = (g, None) if last and not two_stream else (h, g)
             attentions.append(w)
         if memory is not None:
             memory.update(hidden)

@@ -35,7 +35,8 @@ EXTRA = "book"  # the extra of pyproject.toml with everything a chapter imports
 COLAB_TAG = "remove-cell"
 SCALE_SENTENCE = (
     'Set `SCALE = "small"` in the cell below on a GPU to scale up (the default, '
-    '`"tiny"`, runs in about a minute on a laptop CPU).'
+    '`"tiny"`, is sized for a laptop CPU: the [timings page](../book/timings.md) '
+    "gives its measured time)."
 )
 
 

@@ -313,3 +313,56 @@ def test_task_head_shapes_and_auxiliary_loss(mode, C, n_out):
     )
     with pytest.raises(ValueError, match="task"):
         task_inputs("translation", ex, enc, 5, 3, 2)
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_option_scores_runs_each_prompt_once_with_the_same_scores(pre_norm):
+    # the fast path (every option after its prompt in one row, a (B, T, T) mask)
+    # against the plain one (one sequence per prompt and option)
+    from ptlm_lite.recipes import gpt as recipe
+
+    class CharTok:
+        def encode(self, text):
+            return [1 + ord(ch) % 45 for ch in text]
+
+    torch.manual_seed(0)
+    name = "gpt2-tiny" if pre_norm else "gpt-tiny"
+    model = GPT(gpt_config(name, vocab_size=50, max_len=64, dropout=0.0)).eval()
+    tok = CharTok()
+    prompts = ["a short one:", "a much longer prompt, with commas, and more:", "x"]
+    options = [" person", " city", " a", " organisation"]
+    fast = recipe.option_scores(model, tok, prompts, options)
+    p_ids = [tok.encode(p) for p in prompts]
+    o_ids = [tok.encode(o) for o in options]
+    with torch.no_grad():
+        plain = recipe._option_scores_one_by_one(model, p_ids, o_ids, 0)
+    assert fast.shape == (3, 4)
+    torch.testing.assert_close(fast, plain, atol=1e-5, rtol=1e-5)
+    one = recipe.option_scores(model, tok, prompts[1:2], options[2:3])  # one of each
+    torch.testing.assert_close(one, plain[1:2, 2:3], atol=1e-5, rtol=1e-5)
+    # an empty prompt takes the plain way: nothing predicts an option's first token
+    empty = recipe.option_scores(model, tok, [""], options)
+    with torch.no_grad():
+        ref = recipe._option_scores_one_by_one(model, [[]], o_ids, 0)
+    torch.testing.assert_close(empty, ref)
+
+
+def test_task_head_without_the_auxiliary_loss_trains_the_same():
+    # λ = 0 skips the LM loss: the same loss and the same gradients as adding 0 × it
+    from ptlm_lite.gpt import GPTForTask
+    from ptlm_lite.recipes.gpt import collate_task
+
+    seqs = [[[5, 11, 12, 3, 13, 2], [5, 11, 12, 3, 14, 15, 2]]] * 2
+    batch = collate_task(seqs, labels=[0, 1])
+    grads, losses = [], []
+    for lam in (0.0, 1e-30):  # 1e-30: the LM loss computed, and (almost) not counted
+        gpt = _model(False)
+        gpt.train()
+        head = GPTForTask(gpt, 1, "choice", lm_weight=lam)
+        out = head(**batch)
+        out.loss.backward()
+        assert (out.extra["lm_loss"] is None) == (lam == 0)
+        losses.append(out.loss.detach())
+        grads.append(torch.cat([p.grad.flatten() for p in head.parameters()]))
+    torch.testing.assert_close(losses[0], losses[1])
+    torch.testing.assert_close(grads[0], grads[1])

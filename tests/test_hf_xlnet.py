@@ -59,7 +59,25 @@ def test_logits_with_perm_mask_and_target_mapping(pair, seed):
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
-def test_content_stream_with_mems(pair):
+@pytest.mark.parametrize("seed", [0, 1])
+def test_predict_at_is_target_mapping(pair, seed):
+    # the query stream computed only at the predicted positions, as target_mapping
+    hf, mine = pair
+    ids, orders, _, query, pos, tm = perm_inputs(seed)
+    with torch.no_grad():
+        theirs = hf(ids, perm_mask=(~query).float(), target_mapping=tm)
+        ours = mine(ids, order=orders, predict_at=pos)
+        labels = ids.gather(1, pos)  # (B, n), one label per mapped target
+        their_loss = hf(ids, perm_mask=(~query).float(), target_mapping=tm,
+                        labels=labels).loss  # fmt: skip
+        our_loss = mine(ids, order=orders, predict_at=pos, targets=labels).loss
+    assert ours.logits.shape == theirs.logits.shape  # (B, n, V)
+    torch.testing.assert_close(ours.logits, theirs.logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(our_loss, their_loss, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("target_mapped", [False, True])
+def test_content_stream_with_mems(pair, target_mapped):
     hf, mine = pair
     ids, orders, _, query, pos, tm = perm_inputs(2)
     prev = torch.randint(0, 53, (B, 5), generator=torch.Generator().manual_seed(3))
@@ -69,6 +87,8 @@ def test_content_stream_with_mems(pair):
                     target_mapping=tm, use_mems=True).logits  # fmt: skip
         memory = Memory(5)
         mine(prev, memory=memory, two_stream=False)
-        ours = mine(ids, order=orders, memory=memory).logits
-    ours = ours.gather(1, pos[..., None].expand(-1, -1, ours.shape[-1]))
+        at = pos if target_mapped else None
+        ours = mine(ids, order=orders, memory=memory, predict_at=at).logits
+    if not target_mapped:
+        ours = ours.gather(1, pos[..., None].expand(-1, -1, ours.shape[-1]))
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)

@@ -163,6 +163,16 @@ def test_nsp_variant_adds_the_nsp_loss():
     assert out.extra["nsp_logits"].shape == (4, 2)
 
 
+def test_nsp_logits_from_the_encoder_alone_match_the_full_forward():
+    # the chapter's NSP check runs the encoder and the NSP head only (no MLM head)
+    m = R.RobertaWithNSP(tiny(), seed=0).eval()
+    d = dataset(9, 14)
+    with torch.no_grad():
+        full = m(d["ids"], valid=d["valid"]).extra["nsp_logits"]
+        _, pooled, _ = m.roberta(d["ids"], valid=d["valid"])
+        torch.testing.assert_close(m.nsp(pooled), full, atol=1e-5, rtol=0)
+
+
 # --- static and dynamic masking
 
 
@@ -444,6 +454,34 @@ def test_heldout_mlm_scores_the_same_masked_positions():
         assert score["row_loss"].shape == (len(d["ids"]),)
         assert abs(score["row_loss"].mean() - score["loss"]) < 1e-9
     assert abs(constant["row_accuracy"].mean() - constant["accuracy"]) < 1e-9
+
+
+class _Unselective(torch.nn.Module):
+    """Wraps a model so that heldout_mlm takes its simple path: logits at every
+    position, the masked ones selected afterwards."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, valid=None):
+        return self.model(ids, valid=valid)
+
+
+@pytest.mark.parametrize("nsp", [False, True])
+def test_heldout_mlm_fast_path_gives_the_simple_paths_numbers(nsp):
+    # a RobertaForMaskedLM is given the targets and scores the masked positions only
+    d = dataset(40, 16)
+    d["ids"][3, 10:] = PAD  # some padding
+    d["valid"][3, 10:] = False
+    model = (R.RobertaWithNSP if nsp else RobertaForMaskedLM)(tiny(), seed=1)
+    fast = R.heldout_mlm(model, d, corruption(), seed=3, batch_size=7)
+    simple = R.heldout_mlm(_Unselective(model), d, corruption(), seed=3, batch_size=7)
+    assert fast["tokens"] == simple["tokens"] > 0
+    for k in ("loss", "accuracy"):
+        assert abs(fast[k] - simple[k]) < 1e-5
+    for k in ("row_loss", "row_accuracy"):
+        assert abs(fast[k] - simple[k]).max() < 1e-5
 
 
 # --- the chapter's exercises: plausible wrong answers are rejected

@@ -325,3 +325,26 @@ def test_facts_copied_counts_each_fact_and_ignores_spacing():
         facts_copied(["a"], [ex, ex])
     with pytest.raises(TypeError, match="facts"):
         facts_copied(["a"], [{"summary": "a"}])
+
+
+def test_constant_summary_is_chosen_on_training_summaries_and_scored_per_example():
+    from ptlm_lite.suite.generation import constant_summary
+
+    data = summaries(0)
+    train, test = data["train"], data["test"][:12]
+    c = constant_summary(train, test, candidates=3)
+    refs = [e["summary"] for e in train]
+    assert c["text"] in refs[:3]  # a training summary, never a test one
+    best = max(
+        S.rouge([r] * len(refs), refs, ("rougeL",))["rougeL"].mean() for r in refs[:3]
+    )
+    got = S.rouge([c["text"]] * len(refs), refs, ("rougeL",))["rougeL"].mean()
+    assert got == best
+    for k in ("facts", "rouge1", "rouge2", "rougeL"):
+        assert c[k].shape == (len(test),)
+    assert np.array_equal(c["facts"], facts_copied([c["text"]] * len(test), test))
+    assert c["facts"].mean() < 0.25  # the floor: another person's facts, mostly
+    with pytest.raises(ValueError, match="candidates"):
+        constant_summary(train, test, candidates=0)
+    with pytest.raises(ValueError, match="non-empty"):
+        constant_summary([], test)

@@ -55,7 +55,24 @@ def test_t_quantile_agrees_with_scipy():
     stats = pytest.importorskip("scipy.stats")
     for df in (1, 1.5, 2.3, 4, 7.9, 29, 200, 1e5):
         for p in (0.55, 0.9, 0.975, 0.995, 0.9995):
-            assert V.t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-6)
+            assert V.t_quantile(p, df) == float(stats.t.ppf(p, df))  # bit for bit
+        assert V.t_quantile(p, float("inf")) == float(stats.norm.ppf(p))
+
+
+def test_importing_verdict_leaves_scipy_stats_alone():
+    # scipy.stats takes about a second to import: no chapter should pay it for a
+    # quantile (t_quantile goes through scipy.special)
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, ptlm_lite.verdict, ptlm_lite.intervals; "
+        "print('scipy.stats' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
 
 
 def test_welch_interval_agrees_with_scipy():

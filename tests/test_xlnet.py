@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from ptlm_lite.exercise_keys import solutions_module
 from ptlm_lite.config import preset
+from ptlm_lite.exercise_keys import solutions_module
 from ptlm_lite.exercises import WRONG, check
 from ptlm_lite.xlnet import XLNet, partial_prediction, permutation_masks, sample_order
 
@@ -110,6 +110,32 @@ def test_query_stream_knows_its_position():
     assert torch.allclose(l2.logits[0, 6], logits[6], atol=1e-4)
 
 
+@pytest.mark.parametrize("two_stream", [True, False])
+def test_predict_at_gives_the_same_logits_as_every_position(model, two_stream):
+    # XLNet's target mapping: g (and the last layer's queries) only where predicted
+    g = torch.Generator().manual_seed(4)
+    ids = torch.randint(0, V, (3, T), generator=g)
+    orders = sample_order(3, T, g)
+    at = partial_prediction(orders, 3).nonzero()[:, 1].view(3, -1)  # (3, 2)
+    order = orders if two_stream else None
+    with torch.no_grad():
+        full = model(ids, order=order, two_stream=two_stream)
+        part = model(ids, order=order, two_stream=two_stream, predict_at=at)
+        targets = ids.gather(1, at)
+        loss = model(ids, order=order, two_stream=two_stream, predict_at=at,
+                     targets=targets).loss  # fmt: skip
+    picked = full.logits.gather(1, at[..., None].expand(-1, -1, V))
+    torch.testing.assert_close(part.logits, picked, atol=1e-5, rtol=1e-5)
+    dense = torch.full_like(ids, -100).scatter(1, at, targets)  # -100 elsewhere
+    with torch.no_grad():
+        ref = model(ids, order=order, two_stream=two_stream, targets=dense).loss
+    torch.testing.assert_close(loss, ref, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="predict_at"):
+        model(ids, order=order, two_stream=two_stream, predict_at=at + T)
+    with pytest.raises(ValueError, match="predict_at"):
+        model(ids, order=order, two_stream=two_stream, predict_at=at[0])
+
+
 def test_bad_input_names_the_argument(model):
     with pytest.raises(ValueError, match="order"):
         permutation_masks(torch.tensor([0, 0, 1]))
@@ -161,6 +187,8 @@ def test_score_names_of_a_uniform_model_and_bad_arguments_are_named():
     ids, at = lang.windows(8, 24, seed=1)
     for how in ("plm", "mlm at once", "mlm left to right"):
         r = R.score_names(model, ids, at, how, lang.mask_id)
+        short = R.score_names(model, ids, at, how, lang.mask_id, second_only=True)
+        assert short == {k: r[k] for k in short} and len(short) == 2
         assert r["name nats"] == pytest.approx(2 * math.log(lang.vocab_size), abs=1e-4)
         for key in ("name nats", "second | first nats", "exact match"):
             per = r[f"{key} per window"]  # one score per window, for a 2-D verdict

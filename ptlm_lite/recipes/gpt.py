@@ -214,20 +214,69 @@ def option_scores(model, tok, prompts, options, pad_id: int = 0) -> torch.Tensor
     prefers the shortest option for every prompt: pass the argmax to
     :func:`ptlm_lite.finetune.scores`, which flags a constant answer (a test checks).
     """
+    model.eval()
+    p_ids = [tok.encode(p) for p in prompts]
+    o_ids = [tok.encode(o) for o in options]
+    # a GPT's own forward (not a subclass's), every prompt and option non-empty
+    if type(model).forward is GPT.forward and all(p_ids) and all(o_ids):
+        return _shared_prompt_scores(model, p_ids, o_ids, pad_id)
+    return _option_scores_one_by_one(model, p_ids, o_ids, pad_id)
+
+
+def _option_scores_one_by_one(model, p_ids, o_ids, pad_id):
+    # the plain way: one sequence prompt + option per (prompt, option) pair
     seqs, starts, ends = [], [], []
-    for p in prompts:
-        p_ids = tok.encode(p)
-        for o in options:
-            o_ids = tok.encode(o)
-            seqs.append(p_ids + o_ids)
-            starts.append(len(p_ids))
-            ends.append(len(p_ids) + len(o_ids))
+    for p in p_ids:
+        for o in o_ids:
+            seqs.append(p + o)
+            starts.append(len(p))
+            ends.append(len(p) + len(o))
     ids = torch.full((len(seqs), max(map(len, seqs))), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
         ids[i, : len(s)] = torch.tensor(s)
-    model.eval()
     dev = next(model.parameters()).device
     ll = model.log_likelihood(
         ids.to(dev), torch.tensor(starts).to(dev), torch.tensor(ends).to(dev)
     )
-    return ll.view(len(prompts), len(options))
+    return ll.view(len(p_ids), len(o_ids))
+
+
+def _shared_prompt_scores(model: GPT, p_ids, o_ids, pad_id):
+    # The same scores with each prompt run once: one row per prompt, the prompt then
+    # every option after it, each option at the positions it would have right after
+    # the prompt and attending to the prompt and to its own earlier tokens only
+    # (a (B, T, T) mask). Equal to the plain way up to float rounding (a test checks).
+    lens = [len(o) for o in o_ids]
+    T = max(map(len, p_ids)) + sum(lens)
+    ids = torch.full((len(p_ids), T), pad_id, dtype=torch.long)
+    pos = torch.zeros(len(p_ids), T, dtype=torch.long)
+    # pads attend to themselves: no row of the mask is empty
+    mask = torch.eye(T, dtype=torch.bool).repeat(len(p_ids), 1, 1)
+    prev = torch.zeros(len(p_ids), T, dtype=torch.long)  # where each is predicted
+    which = torch.zeros(len(p_ids), T, dtype=torch.long)  # option k + 1; 0: not one
+    for b, p in enumerate(p_ids):
+        P = len(p)
+        ids[b, :P] = torch.tensor(p)
+        pos[b, :P] = torch.arange(P)
+        mask[b, :P, :P] = torch.ones(P, P, dtype=torch.bool).tril()
+        s = P
+        for k, o in enumerate(o_ids):
+            n = len(o)
+            ids[b, s : s + n] = torch.tensor(o)
+            pos[b, s : s + n] = torch.arange(P, P + n)
+            mask[b, s : s + n, :P] = True
+            mask[b, s : s + n, s : s + n] = torch.ones(n, n, dtype=torch.bool).tril()
+            prev[b, s : s + n] = torch.tensor([P - 1, *range(s, s + n - 1)])
+            which[b, s : s + n] = k + 1
+            s += n
+    dev = next(model.parameters()).device
+    ids, pos, mask = ids.to(dev), pos.to(dev), mask.to(dev)
+    prev, which = prev.to(dev), which.to(dev)
+    # GPT.forward with explicit positions: embeddings, the blocks, the tied head
+    h = model.blocks(model.embed(ids, positions=pos), mask=mask).last_hidden
+    logits = model.head(h if model.head_proj is None else model.head_proj(h))
+    logp = logits.log_softmax(-1)  # (B, T, V)
+    rows = torch.arange(len(p_ids), device=dev)[:, None]
+    tok = logp[rows, prev, ids]  # (B, T): log P(ids[t] | what precedes it)
+    out = torch.zeros(len(p_ids), len(o_ids) + 1, dtype=tok.dtype, device=dev)
+    return out.scatter_add_(1, which, tok)[:, 1:]  # (B, options): sums per option

@@ -311,14 +311,18 @@ def heldout_mlm(
     device = next(model.parameters(), torch.empty(0)).device
     m = corrupt(data["ids"], generator=torch.Generator().manual_seed(seed))
     losses, hits, counts = [], [], []
+    # a RoBERTa masked LM given the targets scores the masked positions only: the same
+    # (N, V) logits as selecting them afterwards, without the head over every position
+    selects = isinstance(model, RobertaForMaskedLM)
     with torch.no_grad():
         for i in range(0, len(m.inputs), batch_size):
             t = m.targets[i : i + batch_size].to(device)
-            out = model(
-                m.inputs[i : i + batch_size].to(device),
-                valid=data["valid"][i : i + batch_size].to(device),
-            )
-            logits = out.logits[t != -100]  # (N, V), row-major
+            inputs = m.inputs[i : i + batch_size].to(device)
+            valid = data["valid"][i : i + batch_size].to(device)
+            if selects:
+                logits = model(inputs, valid=valid, targets=t).logits  # (N, V)
+            else:
+                logits = model(inputs, valid=valid).logits[t != -100]  # row-major
             want = t[t != -100]
             row = (t != -100).nonzero()[:, 0]  # each masked token's row in the batch
             nll = torch.nn.functional.cross_entropy(logits, want, reduction="none")

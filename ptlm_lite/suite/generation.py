@@ -18,6 +18,8 @@ teaches. A random-weights encoder-decoder fine-tuned on the ~90 training documen
 learns the template first ("X, a N-year-old J, works for Y.") and the copying later:
 score it with :func:`facts_copied` (the share of the four facts stated), since ROUGE
 gives a summary of the wrong person about half marks for the template's words.
+:func:`constant_summary` is the task's floor: one training summary written for every
+document, which copies a fact only where the test person happens to share it.
 
 People, not examples, are split into train and test with the suite's entity split
 (:func:`~ptlm_lite.suite.build.entity_split`), so a test summary is about a person no
@@ -37,7 +39,7 @@ import numpy as np
 
 from .build import entity_split
 
-__all__ = ["FIELDS", "facts_copied", "summaries", "summary_of"]
+__all__ = ["FIELDS", "constant_summary", "facts_copied", "summaries", "summary_of"]
 
 # what a summary copies from the document
 FIELDS = ("name", "age", "occupation", "employer")
@@ -139,4 +141,39 @@ def facts_copied(predictions, examples) -> np.ndarray:
         out[i] = np.mean(
             [f" {' '.join(_words(ex['facts'][f]))} " in words for f in FIELDS]
         )
+    return out
+
+
+def constant_summary(train, test, candidates: int = 10) -> dict:
+    """The floor of the task: the one summary a model that ignores its document would
+    write every time, scored on ``test``.
+
+    Chosen on ``train`` alone: of the first ``candidates`` training summaries, the one
+    with the best mean ROUGE-L against all the training summaries (scoring every one
+    against every one takes seconds). ``train`` and ``test``: :func:`summaries`
+    examples. Returns ``{"text": the summary, "facts": (N,), "rouge1", "rouge2",
+    "rougeL": (N,)}``, per test example, as a model's scores are. Chapters: MASS, BART,
+    PEGASUS, T5 (each shows it beside its models).
+    """
+    from ..seq2seq import rouge
+
+    train, test = list(train), list(test)
+    if not train or not test:
+        raise ValueError(
+            f"train and test must be non-empty lists of summaries() examples, got "
+            f"{len(train)} and {len(test)}"
+        )
+    if (
+        isinstance(candidates, bool)
+        or not isinstance(candidates, int)
+        or candidates < 1
+    ):
+        raise ValueError(f"candidates must be a positive int, got {candidates!r}")
+    refs = [e["summary"] for e in train]
+    text = max(
+        refs[:candidates],
+        key=lambda s: rouge([s] * len(refs), refs, ("rougeL",))["rougeL"].mean(),
+    )
+    out = {"text": text, **rouge([text] * len(test), [e["summary"] for e in test])}
+    out["facts"] = facts_copied([text] * len(test), test)
     return out
