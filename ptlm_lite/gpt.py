@@ -117,11 +117,12 @@ class GPT(Model):
     LN placements alone).
 
     ``forward(ids, targets=None, mask=None, cache=None, return_attention=False,
-    return_hidden=False)`` returns an :class:`~ptlm_lite.output.Output`: ``logits`` (B,
-    T, V); ``loss`` the mean next-token cross-entropy over targets that are not
-    ``IGNORE`` (−100); ``attentions`` per layer (B, H, T, T_past + T);
+    return_hidden=False, positions=None)`` returns an :class:`~ptlm_lite.output.Output`:
+    ``logits`` (B, T, V); ``loss`` the mean next-token cross-entropy over targets that
+    are not ``IGNORE`` (−100); ``attentions`` per layer (B, H, T, T_past + T);
     ``last_hidden`` the top layer's states (B, T, D) for heads. ``mask`` defaults to
-    the causal mask (shifted by the cache's length).
+    the causal mask (shifted by the cache's length); ``positions`` (B, T) to 0..T-1
+    (after the cache's): several sequences packed in one row give each its own.
     """
 
     def __init__(self, config: Config, seed: int | None = None):
@@ -176,6 +177,7 @@ class GPT(Model):
         cache=None,
         return_attention=False,
         return_hidden=False,
+        positions=None,
     ) -> Output:
         check_ids(ids, self.config.vocab_size)
         if cache is not None and (
@@ -197,7 +199,7 @@ class GPT(Model):
         if mask is not None:
             check_mask(mask, ids.shape[1], past + ids.shape[1])
         # (B, T, D); positions past..past+T-1
-        x = self.embed(ids, offset=past)
+        x = self.embed(ids, offset=past, positions=positions)
         # the default: left to right
         if mask is None:
             # (T, past + T)

@@ -112,8 +112,11 @@ class XLNetAttention(RelativeAttention):
     at = None  # (B, Tq) or None: where this call's queries sit among the keys
 
     def forward(self, x, context=None, mask=None, at=None, **kwargs):
-        self.at = at  # read by relative_bias, within this call
-        return super().forward(x, context, mask, **kwargs)
+        self.at = at  # read by relative_bias, within this call only
+        try:
+            return super().forward(x, context, mask, **kwargs)
+        finally:
+            self.at = None  # no tensor kept on the module after the call
 
     def relative_bias(self, q, k):
         (B, H, Tq, dh), Tk = q.shape, k.shape[-2]

@@ -9,6 +9,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PKG = ROOT / "ptlm_lite"
 MAX_LINES = 520  # "about 500"
@@ -114,3 +116,21 @@ def test_no_module_over_about_500_lines():
         if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
     assert not long, f"modules over {MAX_LINES} lines (split them): {long}"
+
+
+@pytest.mark.parametrize(
+    "imports, kept_out",
+    [
+        # model code never imports the widgets
+        ("ptlm_lite, ptlm_lite.transformer, ptlm_lite.attention", "ptlm_lite.viz"),
+        # scipy.stats takes about a second to import: no chapter pays it for a
+        # quantile (intervals.t_quantile goes through scipy.special)
+        ("ptlm_lite.verdict, ptlm_lite.intervals", "scipy.stats"),
+    ],
+)
+def test_importing_leaves_a_module_out(imports, kept_out):
+    code = f"import sys, {imports}; print({kept_out!r} in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False", f"importing {imports} imports {kept_out}"

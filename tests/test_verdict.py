@@ -59,22 +59,6 @@ def test_t_quantile_agrees_with_scipy():
         assert V.t_quantile(p, float("inf")) == float(stats.norm.ppf(p))
 
 
-def test_importing_verdict_leaves_scipy_stats_alone():
-    # scipy.stats takes about a second to import: no chapter should pay it for a
-    # quantile (t_quantile goes through scipy.special)
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, ptlm_lite.verdict, ptlm_lite.intervals; "
-        "print('scipy.stats' in sys.modules)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == "False"
-
-
 def test_welch_interval_agrees_with_scipy():
     stats = pytest.importorskip("scipy.stats")
     a, b = [0.81, 0.84, 0.80, 0.86], [0.62, 0.60, 0.66]

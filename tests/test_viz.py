@@ -58,17 +58,6 @@ def test_importing_viz_imports_no_heavy_library():
     assert out.stdout.strip() == "[]"
 
 
-def test_models_never_import_viz():
-    code = (
-        "import sys, ptlm_lite, ptlm_lite.transformer, ptlm_lite.attention; "
-        "print('ptlm_lite.viz' in sys.modules)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == "False"
-
-
 # ---------------------------------------------------------------- stepper
 def test_stepper_buttons_link_index_to_pages():
     box = viz.stepper({"a": "<b>A</b>", "b": "<i>B</i>"})

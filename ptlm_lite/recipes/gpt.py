@@ -272,10 +272,7 @@ def _shared_prompt_scores(model: GPT, p_ids, o_ids, pad_id):
     dev = next(model.parameters()).device
     ids, pos, mask = ids.to(dev), pos.to(dev), mask.to(dev)
     prev, which = prev.to(dev), which.to(dev)
-    # GPT.forward with explicit positions: embeddings, the blocks, the tied head
-    h = model.blocks(model.embed(ids, positions=pos), mask=mask).last_hidden
-    logits = model.head(h if model.head_proj is None else model.head_proj(h))
-    logp = logits.log_softmax(-1)  # (B, T, V)
+    logp = model(ids, mask=mask, positions=pos).logits.log_softmax(-1)  # (B, T, V)
     rows = torch.arange(len(p_ids), device=dev)[:, None]
     tok = logp[rows, prev, ids]  # (B, T): log P(ids[t] | what precedes it)
     out = torch.zeros(len(p_ids), len(o_ids) + 1, dtype=tok.dtype, device=dev)
