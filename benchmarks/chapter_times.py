@@ -666,8 +666,9 @@ Every chapter tests its paper's claims with experiments small enough for a lapto
 `tiny` scale, the default of the `SCALE` parameter in each chapter's parameters cell,
 which runs on a CPU in minutes. Set `SCALE = "small"` instead and the same chapter
 trains larger models for more steps, often with more seeds: a scale meant for a GPU. A
-verdict (*shows up*, *the opposite shows up*, *does not show up*, *too noisy to tell*:
-the rule of `ptlm_lite.verdict`, explained in [Do the verdicts
+verdict (*shows up*, *the opposite shows up*, *does not show up*, *too noisy to tell*,
+or *cannot test here* where no compared model beats what a model that learns nothing
+scores: the rule of `ptlm_lite.verdict`, explained in [Do the verdicts
 replicate?](replication.ipynb)) is about the models of its run; this page asks which
 verdicts keep their category when the models grow.
 

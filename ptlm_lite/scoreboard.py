@@ -26,7 +26,7 @@ import unicodedata
 from collections import defaultdict
 from pathlib import Path
 
-from .verdict import SHOWS_UP, VERDICTS
+from .verdict import CANNOT_TEST, CATEGORIES, OPPOSITE, SHOWS_UP
 
 __all__ = [
     "NOT_RUN",
@@ -269,7 +269,7 @@ def replication_summary(board) -> dict:
         shows_up=int((ok["tiny"] == SHOWS_UP).sum()),
         not_run=board.loc[board["status"] == NOT_RUN, "chapter"].tolist(),
         no_verdicts=board.loc[board["status"] == NO_VERDICTS, "chapter"].tolist(),
-        small=int(ok["small"].isin(VERDICTS).sum()),
+        small=int(ok["small"].isin(CATEGORIES).sum()),
     )
 
 
@@ -327,20 +327,23 @@ def essay(models, board) -> str:
             "answers, not for any question of quality."
         ]
     by = s["by_verdict"]
-    counts = {v: int((board["tiny"] == v).sum()) for v in VERDICTS}
-    parts = ", ".join(f"{counts[v]} *{v}*" for v in VERDICTS)
+    counts = {v: int((board["tiny"] == v).sum()) for v in CATEGORIES}
+    parts = ", ".join(f"{counts[v]} *{v}*" for v in CATEGORIES)
     out.append(
         f"**What held at small scale.** The chapters tested {s['verdicts']} claims by "
         f"the book's rule: {parts}. A claim that *shows up* here showed up in a model "
         "of a few hundred thousand weights trained for seconds; one that is *too "
-        "noisy to tell* is not refuted, it was not measured precisely enough."
+        "noisy to tell* is not refuted, it was not measured precisely enough; and "
+        f"where it says *{CANNOT_TEST}*, no model compared learnt the task beyond what "
+        "a model that learns nothing scores (the majority answer, a constant "
+        "summary), so the comparison says nothing about the claim."
     )
     ok = board[board["status"] == "ok"]
     family = dict(zip(models["chapter"], models["family"]))
     held = ok.assign(family=ok["chapter"].map(family), held=ok["tiny"] == SHOWS_UP)
     rate = held.groupby("family", sort=False)["held"].agg(["sum", "count"])
     rate = rate.assign(share=rate["sum"] / rate["count"]).sort_values("share")
-    against = ok.loc[ok["tiny"] == VERDICTS[1], "model"]
+    against = ok.loc[ok["tiny"] == OPPOSITE, "model"]
     out.append(
         "By family, the share of claims that showed up runs from "
         f"{rate['share'].iloc[0]:.0%} ({rate.index[0]}) to "

@@ -26,6 +26,14 @@ size). Then:
 * the interval holds zero and reaches beyond ``±min_effect``  → **too noisy to tell**
   (more seeds or a larger test set would narrow it)
 
+And one category before the rule: a comparison means something only on a task that the
+compared models learn at all. Give ``floor=`` (the score of a model that learns nothing:
+the majority answer, the best constant summary, token frequencies; a number or
+measurements) and, when **neither** condition beats the floor by the same rule, the
+verdict is **cannot test here**, with the rule's own verdict beside it
+(``Verdict.rule_verdict``): two models at the floor are not evidence against the claim,
+and one below the floor is not evidence for it.
+
 ::
 
     -min_effect      0      +min_effect
@@ -46,15 +54,24 @@ an accuracy, and a difference that is the same on every seed still gets a width.
 
 from __future__ import annotations
 
-import html
-import json
 import math
-import os
-from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 
+from .categories import (
+    CANNOT_TEST,
+    CATEGORIES,
+    LOG_VAR,
+    NO_EFFECT,
+    OPPOSITE,
+    SHOWS_UP,
+    TOO_NOISY,
+    VERDICTS,
+    Verdict,
+    log,
+    rule,
+)
 from .intervals import (
     as_runs,
     check_name,
@@ -77,161 +94,13 @@ __all__ = [
     "OPPOSITE",
     "NO_EFFECT",
     "TOO_NOISY",
+    "CANNOT_TEST",
     "VERDICTS",
+    "CATEGORIES",
+    "LOG_VAR",
 ]
 
-SHOWS_UP = "shows up"
-OPPOSITE = "the opposite shows up"
-NO_EFFECT = "does not show up"
-TOO_NOISY = "too noisy to tell"
-VERDICTS = (SHOWS_UP, OPPOSITE, NO_EFFECT, TOO_NOISY)
-
 RECOMMENDED_SEEDS = 3
-# every verdict is appended to this JSON-lines file when the variable is set
-# (scripts/execute.py and scripts/replicate.py read a chapter's verdicts from it)
-LOG_VAR = "PTLM_VERDICT_LOG"
-
-
-def rule(low: float, high: float, min_effect: float) -> str:
-    """The verdict of an interval ``[low, high]`` on the effect in the claimed
-    direction (the table in the module's docstring)."""
-    if -min_effect <= low and high <= min_effect:
-        return NO_EFFECT
-    if low > 0:
-        return SHOWS_UP  # clears zero; not within ±min_effect, so reaches +min_effect
-    if high < 0:
-        return OPPOSITE
-    return TOO_NOISY
-
-
-# ----------------------------------------------------------------------------------
-# Checking the measurements
-
-
-# ----------------------------------------------------------------------------------
-# The result
-
-
-@dataclass
-class Verdict:
-    """What :func:`verdict` or :func:`trend` found. Print it (or leave it last in a
-    cell) for the sentence and the table; use its fields to write the rest of the
-    paragraph.
-
-    ``effect``, ``low``, ``high``: the effect in the claimed direction (positive = as
-    claimed) with its interval; ``verdict``: one of :data:`VERDICTS`; ``sentence``: the
-    verdict with its numbers; ``examples``: the test examples counted (None: seeds
-    only).
-    """
-
-    verdict: str
-    claim: str
-    effect: float
-    low: float
-    high: float
-    min_effect: float
-    level: float
-    method: str
-    metric: str
-    results: dict = field(repr=False)
-    fmt: str = field(default="{:.3g}", repr=False)
-    notes: list = field(default_factory=list)
-    detail: str = field(default="", repr=False)
-    examples: int | None = None
-
-    @property
-    def shows_up(self) -> bool:
-        return self.verdict == SHOWS_UP
-
-    @property
-    def seeds(self) -> int:
-        return min(x.shape[0] for x in self.results.values())
-
-    @property
-    def table(self):
-        """One row per condition: seeds, mean, standard deviation over seeds (n - 1)."""
-        import pandas as pd  # lazily: the rule itself needs numpy only
-
-        rows = []
-        for name, x in self.results.items():
-            m = seed_means(x)
-            rows.append(
-                {
-                    "condition": name,
-                    "seeds": m.size,
-                    "test examples": x.shape[1] if x.ndim == 2 else None,
-                    "mean": float(m.mean()),
-                    "std over seeds": float(m.std(ddof=1)),
-                }
-            )
-        return pd.DataFrame(rows)
-
-    @property
-    def sentence(self) -> str:
-        f, pct, m = self.fmt.format, f"{self.level:.0%}", self.min_effect
-        where = {
-            SHOWS_UP: f"it clears zero and reaches the minimum effect of {f(m)}",
-            OPPOSITE: f"it clears zero on the wrong side and reaches -{f(m)}",
-            NO_EFFECT: f"the whole interval lies within ±{f(m)}, the smallest "
-            "difference that would matter",
-            TOO_NOISY: f"it holds zero and reaches beyond ±{f(m)}; more seeds or more "
-            "test examples would narrow it",
-        }
-        counted = (
-            f"over {self.seeds} seeds and {self.examples} test examples"
-            if self.examples
-            else f"over {self.seeds} seeds"
-        )
-        text = (
-            f"Claim: {self.claim}. Verdict: {self.verdict}. {self.detail} The effect "
-            f"in the claimed direction is {f(self.effect)} ({pct} interval "
-            f"{f(self.low)} to {f(self.high)}, {counted}): {where[self.verdict]}."
-        )
-        return " ".join([text, *self.notes]).replace("  ", " ")
-
-    def __str__(self):
-        return self.sentence
-
-    def record(self) -> dict:
-        """What ``scripts/replicate.py`` compares between seed sets."""
-        return {
-            "claim": self.claim,
-            "verdict": self.verdict,
-            "effect": self.effect,
-            "low": self.low,
-            "high": self.high,
-            "min_effect": self.min_effect,
-            "seeds": self.seeds,
-            "examples": self.examples,
-        }
-
-    def _repr_html_(self):
-        colour = {
-            SHOWS_UP: "#1a7f37",
-            OPPOSITE: "#cf222e",
-            NO_EFFECT: "#57606a",
-            TOO_NOISY: "#9a6700",
-        }[self.verdict]
-        table = self.table.to_html(
-            index=False,
-            float_format=lambda v: self.fmt.format(v),
-            border=0,
-            na_rep="",
-        )
-        return (
-            f'<div style="border-left:4px solid {colour};padding:4px 8px"><p>'
-            f"{html.escape(self.sentence)}</p>{table}"
-            f'<p style="color:#57606a;font-size:small">{html.escape(self.method)}</p>'
-            "</div>"
-        )
-
-
-def _log(record: dict) -> None:
-    """Append one verdict to ``$PTLM_VERDICT_LOG`` (when set), one JSON line."""
-    path = os.environ.get(LOG_VAR)
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record) + "\n")
 
 
 def _spread(name: str, x: np.ndarray, f) -> str:
@@ -249,12 +118,76 @@ def _few_seeds(res: Mapping[str, np.ndarray], names) -> list[str]:
     return []
 
 
-def _finish(claim: str, interval: tuple, min_effect: float, **rest) -> Verdict:
-    """The rule's decision on ``interval`` (effect, low, high) as a :class:`Verdict`,
-    logged to ``$PTLM_VERDICT_LOG``: the one place where every verdict is made."""
+def _as_baseline(baseline, where: str):
+    """``(runs or None, mean)`` of a baseline given as a number or as measurements."""
+    if isinstance(baseline, (int, float, np.floating, np.integer)) and not isinstance(
+        baseline, bool
+    ):
+        if not math.isfinite(baseline):
+            raise ValueError(f"{where} must be finite, got {baseline!r}")
+        return None, float(baseline)
+    base = as_runs(baseline, where)
+    return base, float(seed_means(base).mean())
+
+
+def _against(name, x, base, base_mean, sign, paired, level) -> tuple:
+    """``(effect, low, high, examples)`` of condition ``x`` minus a baseline (a number
+    when ``base`` is None, else measurements), in the better direction."""
+    if base is None:
+        est, lo, hi, _, n_ex = contrast([x], [sign], False, level, [name])
+        shift = sign * base_mean
+        return est - shift, lo - shift, hi - shift, n_ex
+    if paired and x.shape[0] != base.shape[0]:
+        raise ValueError(
+            f"paired=True needs as many seeds in results[{name!r}] "
+            f"({x.shape[0]}) as in the baseline ({base.shape[0]})"
+        )
+    est, lo, hi, _, n_ex = contrast(
+        [x, base], [sign, -sign], paired, level, [name, "baseline"]
+    )
+    return est, lo, hi, n_ex
+
+
+def _floor_check(res, names, floor, floor_name, sign, paired, level, min_effect):
+    """The ``floor=`` part of :class:`Verdict`'s fields: ``{}`` without a floor, else
+    the floor's mean, its name and each compared condition's category against it."""
+    if floor is None:
+        return {}
+    if not isinstance(floor_name, str) or not floor_name.strip():
+        raise ValueError(
+            "floor_name must say what the floor is (e.g. 'the majority answer'), got "
+            f"{floor_name!r}"
+        )
+    base, mean = _as_baseline(floor, "floor")
+    above = {}
+    for name in names:
+        _, lo, hi, _ = _against(name, res[name], base, mean, sign, paired, level)
+        above[name] = rule(lo, hi, min_effect)
+    return {"floor": mean, "floor_name": floor_name, "above_floor": above}
+
+
+def _finish(
+    claim: str, interval: tuple, min_effect: float, floored: dict, **rest
+) -> Verdict:
+    """The rule's decision on ``interval`` (effect, low, high) as a :class:`Verdict`
+    (:data:`CANNOT_TEST` when a floor was given and no condition beats it), logged to
+    ``$PTLM_VERDICT_LOG``: the one place where every verdict is made."""
     est, lo, hi = interval
-    v = Verdict(rule(lo, hi, min_effect), claim, est, lo, hi, min_effect, **rest)
-    _log(v.record())
+    said = rule(lo, hi, min_effect)
+    above = floored.get("above_floor", {})
+    cannot = bool(floored) and SHOWS_UP not in above.values()
+    v = Verdict(
+        CANNOT_TEST if cannot else said,
+        claim,
+        est,
+        lo,
+        hi,
+        min_effect,
+        rule_verdict=said,
+        **floored,
+        **rest,
+    )
+    log(v.record())
     return v
 
 
@@ -273,6 +206,8 @@ def verdict(
     metric: str = "the measurement",
     level: float = 0.95,
     fmt: str = "{:.3g}",
+    floor=None,
+    floor_name: str = "the floor",
 ) -> Verdict:
     """Does condition ``better`` beat condition ``worse``, as the paper claims?
 
@@ -292,6 +227,17 @@ def verdict(
     The effect is ``mean(better) - mean(worse)`` (sign flipped when lower is better)
     with a ``level`` t interval over seeds and test examples; the module's rule names
     the verdict.
+
+    ``floor``: the score of a model that learns nothing on this task (the majority
+    answer's accuracy, the best constant summary, the token-frequency loss; a number,
+    or measurements like a condition's), named by ``floor_name``. When neither
+    condition beats it by the rule (as :func:`beats_baseline` decides, with the same
+    ``min_effect``), the verdict is :data:`CANNOT_TEST`:
+
+    >>> verdict({"pre-trained": [0.51, 0.50, 0.52], "random init": [0.50, 0.49, 0.51]},
+    ...         better="pre-trained", worse="random init", min_effect=0.05,
+    ...         floor=0.5, floor_name="the majority answer").verdict
+    'cannot test here'
     """
     res = check_results(results)
     better, worse = check_name(res, better, "better"), check_name(res, worse, "worse")
@@ -310,6 +256,9 @@ def verdict(
     est, lo, hi, method, n_ex = contrast(
         [res[better], res[worse]], [sign, -sign], paired, level, [better, worse]
     )
+    floored = _floor_check(
+        res, (better, worse), floor, floor_name, sign, paired, level, min_effect
+    )
     f = fmt.format
     word = "higher" if higher_is_better else "lower"
     claim = f"{better} beats {worse} on {metric} ({word} is better)"
@@ -321,6 +270,7 @@ def verdict(
         claim,
         (est, lo, hi),
         min_effect,
+        floored,
         level=level,
         method=method,
         metric=metric,
@@ -343,6 +293,8 @@ def trend(
     metric: str = "the measurement",
     level: float = 0.95,
     fmt: str = "{:.3g}",
+    floor=None,
+    floor_name: str = "the floor",
 ) -> Verdict:
     """Does the measurement grow (``increasing=True``) or fall along ``order``, as the
     paper claims?
@@ -361,7 +313,9 @@ def trend(
     its interval counts seeds (per-seed slopes with ``paired=True``) and test examples
     (per-example slopes, when rows of per-example scores are given) as in
     :func:`verdict`. The table shows whether every step goes the same way, and the
-    sentence says when the means are not in order.
+    sentence says when the means are not in order. ``floor``, ``floor_name``: as in
+    :func:`verdict`; the verdict is :data:`CANNOT_TEST` when no condition of ``order``
+    beats the floor.
     """
     res = check_results(results)
     if isinstance(order, str) or not isinstance(order, Sequence) or len(order) < 2:
@@ -387,6 +341,9 @@ def trend(
         [res[k] for k in order], weights, paired, level, order
     )
     method = "least-squares slope of the means, " + method
+    floored = _floor_check(
+        res, order, floor, floor_name, sign, paired, level, min_effect
+    )
     f = fmt.format
     claim = (
         f"{metric} {'grows' if increasing else 'falls'} from {order[0]} to {order[-1]}"
@@ -406,6 +363,7 @@ def trend(
         claim,
         (est, lo, hi),
         min_effect,
+        floored,
         level=level,
         method=method,
         metric=metric,
@@ -455,34 +413,11 @@ def beats_baseline(
 
     res = check_results(results)
     min_effect, level = check_options(min_effect, level)
-    if isinstance(baseline, (int, float, np.floating, np.integer)) and not isinstance(
-        baseline, bool
-    ):
-        if not math.isfinite(baseline):
-            raise ValueError(f"baseline must be finite, got {baseline!r}")
-        base, base_mean = None, float(baseline)
-    else:
-        base = as_runs(baseline, "baseline")
-        base_mean = float(seed_means(base).mean())
+    base, base_mean = _as_baseline(baseline, "baseline")
     sign = 1.0 if higher_is_better else -1.0
     pct, rows = f"{level:.0%}", []
     for name, x in res.items():
-        if base is None:
-            est, lo, hi, _, n_ex = contrast([x], [sign], False, level, [name])
-            est, lo, hi = (
-                est - sign * base_mean,
-                lo - sign * base_mean,
-                hi - sign * base_mean,
-            )
-        else:
-            if paired and x.shape[0] != base.shape[0]:
-                raise ValueError(
-                    f"paired=True needs as many seeds in results[{name!r}] "
-                    f"({x.shape[0]}) as in baseline ({base.shape[0]})"
-                )
-            est, lo, hi, _, n_ex = contrast(
-                [x, base], [sign, -sign], paired, level, [name, "baseline"]
-            )
+        est, lo, hi, n_ex = _against(name, x, base, base_mean, sign, paired, level)
         v = rule(lo, hi, min_effect)
         m = seed_means(x)
         row = {
@@ -498,7 +433,7 @@ def beats_baseline(
             "beats baseline": v == SHOWS_UP,
         }
         rows.append(row)
-        _log(
+        log(
             {
                 "claim": f"{name} beats the baseline on {metric}",
                 "verdict": v,

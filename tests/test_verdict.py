@@ -10,6 +10,8 @@ import pytest
 
 from ptlm_lite import verdict as V
 from ptlm_lite.verdict import (
+    CANNOT_TEST,
+    CATEGORIES,
     NO_EFFECT,
     OPPOSITE,
     SHOWS_UP,
@@ -398,6 +400,97 @@ def test_beats_baseline_against_a_number_and_against_seeds():
         {"model": [1.0, 1.1, 1.05]}, 2.0, min_effect=0.1, higher_is_better=False
     )
     assert loss["beats baseline"].tolist() == [True]
+
+
+# --- the floor: "cannot test here"
+
+AT_FLOOR = {"pre-trained": [0.51, 0.50, 0.52], "random init": [0.50, 0.49, 0.51]}
+
+
+def test_a_comparison_at_the_floor_cannot_test_the_claim():
+    v = verdict(
+        AT_FLOOR,
+        better="pre-trained",
+        worse="random init",
+        min_effect=0.05,
+        floor=0.5,
+        floor_name="the majority answer",
+    )
+    assert v.verdict == CANNOT_TEST and v.rule_verdict == NO_EFFECT
+    assert v.above_floor == {"pre-trained": NO_EFFECT, "random init": NO_EFFECT}
+    assert (
+        "cannot test here" in v.sentence and "the majority answer (0.5)" in v.sentence
+    )
+    assert '"does not show up"' in v.sentence  # the rule's verdict stays beside it
+    rec = v.record()
+    assert rec["verdict"] == CANNOT_TEST and rec["rule_verdict"] == NO_EFFECT
+    assert rec["floor"] == 0.5
+    # without a floor the same numbers get the rule's verdict, and the record keeps
+    # its old keys (replication.json compares records made before floors existed)
+    plain = verdict(
+        AT_FLOOR, better="pre-trained", worse="random init", min_effect=0.05
+    )
+    assert plain.verdict == NO_EFFECT and "floor" not in plain.record()
+    assert CANNOT_TEST in CATEGORIES and CANNOT_TEST not in V.VERDICTS
+
+
+def test_one_condition_above_the_floor_is_enough_for_the_rules_verdict():
+    res = {"pre-trained": [0.71, 0.70, 0.72], "random init": [0.50, 0.49, 0.51]}
+    v = verdict(
+        res,
+        better="pre-trained",
+        worse="random init",
+        min_effect=0.05,
+        floor=0.5,
+        floor_name="the majority answer",
+    )
+    assert v.verdict == SHOWS_UP == v.rule_verdict
+    assert v.above_floor["pre-trained"] == SHOWS_UP
+    # below the floor is not above it: a "win" of one floor-level model over a model
+    # below the floor is still no test of the claim
+    low = {"pre-trained": [0.50, 0.51, 0.50], "random init": [0.30, 0.31, 0.29]}
+    w = verdict(
+        low,
+        better="pre-trained",
+        worse="random init",
+        min_effect=0.05,
+        floor=0.5,
+        floor_name="the majority answer",
+    )
+    assert w.rule_verdict == SHOWS_UP and w.verdict == CANNOT_TEST
+
+
+def test_a_floor_of_measurements_and_of_a_loss():
+    # a loss: lower is better, and the floor is a unigram model's loss per seed
+    res = {"big": [3.0, 3.1, 3.05], "small": [3.2, 3.3, 3.25]}
+    args = dict(better="big", worse="small", min_effect=0.05, higher_is_better=False)
+    beaten = verdict(res, **args, floor=[4.9, 4.9, 4.91], floor_name="unigram")
+    assert beaten.verdict == SHOWS_UP and set(beaten.above_floor.values()) == {SHOWS_UP}
+    unbeaten = verdict(res, **args, floor=[3.0, 3.05, 3.1], floor_name="unigram")
+    assert unbeaten.verdict == CANNOT_TEST and unbeaten.rule_verdict == SHOWS_UP
+
+
+def test_trend_at_the_floor():
+    flat = {"0 shots": [0.25, 0.26, 0.24], "4 shots": [0.26, 0.25, 0.27]}
+    t = trend(flat, order=list(flat), min_effect=0.05, floor=0.25, floor_name="chance")
+    assert t.verdict == CANNOT_TEST
+    up = {"0 shots": [0.25, 0.26, 0.24], "4 shots": [0.56, 0.55, 0.57]}
+    assert trend(up, order=list(up), min_effect=0.05, floor=0.25).verdict == SHOWS_UP
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"floor": float("nan")}, "floor must be finite"),
+        ({"floor": "majority"}, "floor must be a list of numbers"),
+        ({"floor": 0.5, "floor_name": ""}, "floor_name must say what the floor is"),
+    ],
+)
+def test_bad_floors_are_named(kw, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        verdict(
+            AT_FLOOR, better="pre-trained", worse="random init", min_effect=0.05, **kw
+        )
 
 
 def test_majority_baseline():
