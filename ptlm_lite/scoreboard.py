@@ -345,9 +345,13 @@ def essay(models, board) -> str:
     rate = rate.assign(share=rate["sum"] / rate["count"]).sort_values("share")
     against = ok.loc[ok["tiny"] == OPPOSITE, "model"]
     out.append(
-        "By family, the share of claims that showed up runs from "
-        f"{rate['share'].iloc[0]:.0%} ({rate.index[0]}) to "
-        f"{rate['share'].iloc[-1]:.0%} ({rate.index[-1]}). "
+        (
+            "By family, the share of claims that showed up runs from "
+            f"{rate['share'].iloc[0]:.0%} ({rate.index[0]}) to "
+            f"{rate['share'].iloc[-1]:.0%} ({rate.index[-1]}). "
+            if len(rate)
+            else "No chapter has printed a verdict yet, so no family has a share. "
+        )
         + (
             f"The opposite of the claim showed up {len(against)} times, in "
             f"{', '.join(dict.fromkeys(against))}: there the small scale disagrees "

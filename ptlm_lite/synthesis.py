@@ -32,6 +32,7 @@ import torch
 
 from .articles import COLUMNS, DECLARED, declared_kind
 from .probe import context as probe_context
+from .verdict import SHOWS_UP
 
 __all__ = [
     "Probe",
@@ -440,7 +441,7 @@ def lm_type_table(models, board):
             {"LM type": key, **{f"{k} (declared)": v for k, v in said.items()},
              "chapters": len(mine), "contexts measured": ", ".join(kinds),
              "claims": len(claims),
-             "shows up": int((claims["tiny"] == "shows up").sum()),
+             "shows up": int((claims["tiny"] == SHOWS_UP).sum()),
              "same verdict, fresh seeds": f"{(paired['replicated'] == 'yes').sum()} of "
              f"{len(paired)}"}
         )  # fmt: skip

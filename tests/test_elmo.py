@@ -198,3 +198,10 @@ def test_wrong_answers_are_rejected(name, i):
 
     r = check(name, WRONG_ANSWERS[name][i])
     assert r.status == WRONG, r.message
+
+
+def test_sense_scores_need_two_occurrences_of_each_sense():
+    colour = f"the favourite colour of anna is {R.POLYSEMOUS}".split()
+    # one sense only: a left-out occurrence would have no other sense to compare with
+    with pytest.raises(ValueError, match="two occurrences of each of the two senses"):
+        R.sense_scores(torch.randn(2 * len(colour), 4).numpy(), [colour, colour])

@@ -3,6 +3,7 @@ data functions (ptlm_lite.recipes.roberta): static and dynamic masking, FULL-SEN
 and DOC-SENTENCES packing, segment pairs; the chapter's exercises."""
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -553,3 +554,31 @@ def test_every_roberta_exercise_has_wrong_answers():
     assert set(WRONG_ANSWERS) == {
         n for n, e in E.EXERCISES.items() if e.chapter == "roberta"
     }
+
+
+def test_nothing_masked_is_an_error_not_a_score():
+    d = dataset(4, 16)
+
+    def masks_nothing(ids, generator=None):
+        m = corruption()(ids, generator=generator)
+        return dataclasses.replace(m, targets=torch.full_like(ids, -100))
+
+    with pytest.raises(ValueError, match="masked no token"):
+        R.heldout_mlm(_Oracle(d["ids"]), d, masks_nothing)
+    with pytest.raises(ValueError, match="nothing to score"):
+        R.unigram_baseline(d["ids"], d, masks_nothing, special_ids=SPECIAL)
+
+
+@pytest.mark.parametrize("warmup", [-0.1, 1.0, 10, True, "0.1"])
+def test_pretrain_warmup_is_a_share(warmup):
+    with pytest.raises(ValueError, match="warmup must be the share"):
+        R.pretrain(torch.nn.Linear(2, 2), lambda step: {}, steps=10, warmup=warmup)
+
+
+def test_pretrain_runs_a_single_step():
+    model = R.RobertaForMaskedLM(P.preset("roberta-tiny", vocab_size=V))
+    d = dataset(8, 16)
+    m = corruption()(d["ids"], generator=torch.Generator().manual_seed(0))
+    batch = {"ids": m.inputs, "targets": m.targets, "valid": d["valid"]}
+    history = R.pretrain(model, lambda step: batch, steps=1, progress=False)
+    assert len(history.losses) == 1

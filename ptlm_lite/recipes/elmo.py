@@ -253,6 +253,13 @@ def sense_scores(features: np.ndarray, sentences) -> np.ndarray:
         raise ValueError(f"features must have one row per word ({len(flat)})")
     idx = [i for i, (w, _) in enumerate(flat) if w == POLYSEMOUS]
     sense = np.array([sense_of(flat[i][1]) for i in idx])
+    kinds, n = np.unique(sense, return_counts=True)
+    if len(kinds) != 2 or n.min() < 2:
+        raise ValueError(
+            f"sentences must hold at least two occurrences of each of the two senses "
+            f"of {POLYSEMOUS!r} (a left-out occurrence needs the others of its sense), "
+            f"got {dict(zip(kinds.tolist(), n.tolist()))}"
+        )
     u = _unit(np.asarray(features, dtype=np.float64)[idx])
     out = []
     for k in range(len(idx)):

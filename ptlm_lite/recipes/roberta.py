@@ -340,7 +340,12 @@ def heldout_mlm(
     model.train(was_training)
     losses, hits = torch.cat(losses).numpy(), torch.cat(hits).numpy()
     counts = torch.cat(counts).numpy()
-    count = max(1, int(counts.sum()))
+    if not counts.sum():
+        raise ValueError(
+            f"heldout_mlm: corrupt masked no token of data's {len(m.inputs)} rows "
+            f"(seed {seed}): give rows with maskable tokens, or a corruption that masks"
+        )
+    count = int(counts.sum())
     return {
         "loss": float(losses.sum() / count),
         "accuracy": float(hits.sum() / count),
@@ -359,12 +364,18 @@ def unigram_baseline(
     scores as :func:`heldout_mlm`'s.
     """
     V = int(max(int(train_ids.max()), int(data["ids"].max()))) + 1
-    ids = train_ids[~torch.isin(train_ids, torch.tensor(sorted(special_ids)))]
+    special = torch.tensor(sorted(special_ids), dtype=train_ids.dtype)
+    ids = train_ids[~torch.isin(train_ids, special)]
     counts = torch.bincount(ids.flatten(), minlength=V).double() + 1.0
     logp = (counts / counts.sum()).log()
     m = corrupt(data["ids"], generator=torch.Generator().manual_seed(seed))
     chosen = m.targets != -100
     want = m.targets[chosen]
+    if not len(want):
+        raise ValueError(
+            f"unigram_baseline: corrupt masked no token of data's {len(m.targets)} rows "
+            f"(seed {seed}): there is nothing to score"
+        )
     nll = torch.where(chosen, -logp[m.targets.clamp(min=0)], 0.0)  # (R, T)
     return {
         "loss": float(-logp[want].mean()),
@@ -425,6 +436,13 @@ def pretrain(
     from ..runtime import train_steps
     from ..train import train
 
+    if isinstance(warmup, bool) or not (
+        isinstance(warmup, (int, float)) and 0 <= warmup < 1
+    ):
+        raise ValueError(
+            f"warmup must be the share of the steps spent warming up, a number in "
+            f"[0, 1), got {warmup!r} (0.1: the first tenth)"
+        )
     get = batches
     if not nsp:
 
@@ -437,7 +455,8 @@ def pretrain(
         get,
         steps=steps,
         lr=lr,
-        warmup=max(1, min(steps - 1, math.ceil(warmup * steps))),
+        # at least one warm-up step, and never the whole run (a 1-step run: none)
+        warmup=min(steps - 1, max(1, math.ceil(warmup * steps))),
         schedule="linear",
         seed=seed,
         desc=train_kw.pop("desc", "pre-training"),
