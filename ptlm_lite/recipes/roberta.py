@@ -373,8 +373,8 @@ def unigram_baseline(
     want = m.targets[chosen]
     if not len(want):
         raise ValueError(
-            f"unigram_baseline: corrupt masked no token of data's {len(m.targets)} rows "
-            f"(seed {seed}): there is nothing to score"
+            f"unigram_baseline: corrupt masked no token of data's {len(m.targets)} "
+            f"rows (seed {seed}): there is nothing to score"
         )
     nll = torch.where(chosen, -logp[m.targets.clamp(min=0)], 0.0)  # (R, T)
     return {
