@@ -407,15 +407,19 @@ def test_beats_baseline_against_a_number_and_against_seeds():
 AT_FLOOR = {"pre-trained": [0.51, 0.50, 0.52], "random init": [0.50, 0.49, 0.51]}
 
 
-def test_a_comparison_at_the_floor_cannot_test_the_claim():
-    v = verdict(
-        AT_FLOOR,
+def _vs_majority(results, **kw):
+    """Pre-trained against random init, with a majority answer of 50% as the floor."""
+    return verdict(
+        results,
         better="pre-trained",
         worse="random init",
         min_effect=0.05,
-        floor=0.5,
-        floor_name="the majority answer",
+        **{"floor": 0.5, "floor_name": "the majority answer", **kw},
     )
+
+
+def test_a_comparison_at_the_floor_cannot_test_the_claim():
+    v = _vs_majority(AT_FLOOR)
     assert v.verdict == CANNOT_TEST and v.rule_verdict == NO_EFFECT
     assert v.above_floor == {"pre-trained": NO_EFFECT, "random init": NO_EFFECT}
     assert (
@@ -427,36 +431,20 @@ def test_a_comparison_at_the_floor_cannot_test_the_claim():
     assert rec["floor"] == 0.5
     # without a floor the same numbers get the rule's verdict, and the record keeps
     # its old keys (replication.json compares records made before floors existed)
-    plain = verdict(
-        AT_FLOOR, better="pre-trained", worse="random init", min_effect=0.05
-    )
+    plain = _vs_majority(AT_FLOOR, floor=None)
     assert plain.verdict == NO_EFFECT and "floor" not in plain.record()
     assert CANNOT_TEST in CATEGORIES and CANNOT_TEST not in V.VERDICTS
 
 
 def test_one_condition_above_the_floor_is_enough_for_the_rules_verdict():
     res = {"pre-trained": [0.71, 0.70, 0.72], "random init": [0.50, 0.49, 0.51]}
-    v = verdict(
-        res,
-        better="pre-trained",
-        worse="random init",
-        min_effect=0.05,
-        floor=0.5,
-        floor_name="the majority answer",
-    )
+    v = _vs_majority(res)
     assert v.verdict == SHOWS_UP == v.rule_verdict
     assert v.above_floor["pre-trained"] == SHOWS_UP
     # below the floor is not above it: a "win" of one floor-level model over a model
     # below the floor is still no test of the claim
     low = {"pre-trained": [0.50, 0.51, 0.50], "random init": [0.30, 0.31, 0.29]}
-    w = verdict(
-        low,
-        better="pre-trained",
-        worse="random init",
-        min_effect=0.05,
-        floor=0.5,
-        floor_name="the majority answer",
-    )
+    w = _vs_majority(low)
     assert w.rule_verdict == SHOWS_UP and w.verdict == CANNOT_TEST
 
 
@@ -488,9 +476,7 @@ def test_trend_at_the_floor():
 )
 def test_bad_floors_are_named(kw, match):
     with pytest.raises((ValueError, TypeError), match=match):
-        verdict(
-            AT_FLOOR, better="pre-trained", worse="random init", min_effect=0.05, **kw
-        )
+        _vs_majority(AT_FLOOR, **kw)
 
 
 def test_majority_baseline():
