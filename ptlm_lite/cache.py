@@ -14,8 +14,8 @@ On disk (``~/.cache/ptlm_lite``, or wherever ``PTLM_CACHE`` points)::
     tokenizers/...                    trained tokenizers (see ptlm_lite.data.tokenizer)
 
 ``key`` hashes everything that changes the result (config, model class, recipe name,
-version, seed, and the training function's source), so editing a recipe gives a new
-entry instead of a stale model. The JSON file is written last and is the entry's
+version, seed, the training function's source and the training loop's version,
+:data:`TRAINING_LOOP`), so editing a recipe gives a new entry instead of a stale model. The JSON file is written last and is the entry's
 "commit": an entry without it, or whose weights do not match its checksum, is rebuilt
 with a warning, never loaded. Two processes asking for the same missing model train it
 once: the second waits on a file lock and then loads what the first wrote.
@@ -25,6 +25,7 @@ Used by every chapter that reuses a model another chapter trained.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -32,14 +33,17 @@ import importlib
 import inspect
 import json
 import os
+import random
 import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import torch
 from filelock import FileLock
+from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
 from .runtime import step_cap
@@ -51,6 +55,10 @@ FORMAT = "ptlm_lite.checkpoint/1"
 DEFAULT_CONFIG_CLS = "ptlm_lite.config.Config"
 # a waiting process gives up after an hour: the trainer must have died
 LOCK_TIMEOUT_S = 3600
+# in every key: bump when ptlm_lite.train's numbers change for the same recipe (2: the
+# linear and cosine decays reach 0 one step later), so that no entry trained by the
+# older loop is loaded
+TRAINING_LOOP = "2"
 
 
 # ----------------------------------------------------------------------------------
@@ -148,14 +156,6 @@ class Recipe:
     @property
     def key(self) -> str:
         """16 hex digits of SHA-256 over everything that changes the trained weights."""
-        try:
-            train_src = inspect.getsource(self.train_fn)
-        except (OSError, TypeError):  # built-ins, some interactive definitions
-            train_src = (
-                _class_path(self.train_fn)
-                if hasattr(self.train_fn, "__qualname__")
-                else repr(self.train_fn)
-            )
         blob = json.dumps(
             {
                 "name": self.name,
@@ -164,7 +164,8 @@ class Recipe:
                 "model": _class_path(self.model_cls),
                 "config_cls": _class_path(type(self.config)),
                 "config": _config_dict(self.config),
-                "train_fn": train_src,
+                "train_fn": _source(self.train_fn),
+                "training_loop": TRAINING_LOOP,
                 "settings": _settings(self.train_fn),
                 # a model trained under PTLM_MAX_STEPS is cached apart (only then)
                 **({"step_cap": step_cap()} if step_cap() is not None else {}),
@@ -173,6 +174,21 @@ class Recipe:
             default=str,
         )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _source(fn) -> str:
+    """The training function's source, the same in every process: a
+    ``functools.partial`` counts as its function (its arguments are in
+    :func:`_settings`), a callable object as its class. Where no source exists
+    (built-ins, some interactive definitions) the qualified name stands in; never a
+    ``repr``, which holds a memory address and would change the key every session."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    target = fn if inspect.isroutine(fn) or isinstance(fn, type) else type(fn)
+    try:
+        return inspect.getsource(target)
+    except (OSError, TypeError):
+        return _class_path(target)
 
 
 def _settings(fn) -> dict[str, str]:
@@ -267,8 +283,9 @@ def recipe(name: str) -> Recipe:
 
 def entry_paths(r: Recipe) -> tuple[Path, Path]:
     """``(weights, metadata)`` paths of a recipe's entry (the folder may not exist yet)."""
+    # suffixes appended, not swapped: a name with a dot ("bert.tiny") keeps its key
     stem = cache_dir(create=False) / "models" / f"{r.name}-{r.key}"
-    return stem.with_suffix(".safetensors"), stem.with_suffix(".json")
+    return stem.parent / f"{stem.name}.safetensors", stem.parent / f"{stem.name}.json"
 
 
 def get(name: str, retrain: bool = False) -> torch.nn.Module:
@@ -276,23 +293,39 @@ def get(name: str, retrain: bool = False) -> torch.nn.Module:
     needed.
 
     The model comes back in ``eval()`` mode on the CPU. ``retrain=True`` ignores a
-    cached entry and overwrites it. Used by every chapter that reuses another chapter's
-    model.
+    cached entry and overwrites it. Loading and training leave the global random state
+    (Python, NumPy, torch) as they found it, so what a chapter draws after ``get`` is the
+    same whether the model came from the cache or was trained now. Used by every
+    chapter that reuses another chapter's model.
     """
     r = recipe(name)
     weights, meta = entry_paths(r)
-    if not retrain:
-        model = _try_load(r, weights, meta)
-        if model is not None:
-            return model
+    with _same_random_state():
+        if not retrain:
+            model = _try_load(r, weights, meta)
+            if model is not None:
+                return model
 
-    subdir("models")  # makes the folder, or says clearly that PTLM_CACHE must move
-    with lock(weights):
-        # Someone else may have finished training while we waited for the lock.
-        model = None if retrain else _try_load(r, weights, meta)
-        if model is None:
-            model = _train_and_save(r, weights, meta)
-    return model
+        subdir("models")  # makes the folder, or says clearly that PTLM_CACHE must move
+        with lock(weights):
+            # Someone else may have finished training while we waited for the lock.
+            model = None if retrain else _try_load(r, weights, meta)
+            if model is None:
+                model = _train_and_save(r, weights, meta)
+        return model
+
+
+@contextlib.contextmanager
+def _same_random_state():
+    """Restore Python's, NumPy's and torch's global random state (CPU and CUDA) on
+    exit."""
+    py, np_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=range(torch.cuda.device_count())):
+        try:
+            yield
+        finally:
+            random.setstate(py)
+            np.random.set_state(np_state)
 
 
 def _train_and_save(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module:
@@ -322,6 +355,12 @@ def _try_load(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module | None:
         return None  # never written, or a write was interrupted before its commit
     try:
         info = _read_meta(meta, weights)
+        stored = info.get("recipe") or {}
+        if stored.get("key") != r.key or stored.get("name") != r.name:
+            raise RuntimeError(
+                f"it was written for recipe {stored.get('name')!r} with key "
+                f"{stored.get('key')!r}, not {r.name!r} with key {r.key!r}"
+            )
         if (
             info["model_cls"] != _class_path(r.model_cls)
             or info.get("config_cls", DEFAULT_CONFIG_CLS) != _class_path(type(r.config))
@@ -332,7 +371,16 @@ def _try_load(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module | None:
             )
         model = r.model_cls(r.config)
         load_model(model, str(weights), strict=True)
-    except Exception as err:  # any damage: rebuild rather than trust it
+    # damage (unreadable or mismatched metadata, a bad checksum, tensors that do not
+    # fit): rebuild rather than trust it; anything else is a bug and is raised
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        TypeError,
+        RuntimeError,
+        SafetensorError,
+    ) as err:
         warnings.warn(
             f"cache entry {meta.name} cannot be used ({str(err)[:300]}): damaged, or "
             f"saved by an older version of the model; it will be rebuilt",

@@ -147,6 +147,27 @@ class Verdict:
         )
         return " ".join([text, *self.notes]).replace("  ", " ")
 
+    @property
+    def rule_note(self) -> str:
+        """``"the rule alone: <its category>"`` for a :data:`CANNOT_TEST` verdict (what
+        the rule says of the difference, no evidence either way), else ``""``."""
+        return (
+            f"the rule alone: {self.rule_verdict}"
+            if self.verdict == CANNOT_TEST
+            else ""
+        )
+
+    def short(self, fmt: str = "{:+.3f}") -> str:
+        """The verdict and its numbers in one line of Markdown, for a chapter's summary
+        list: ``**shows up** (effect +0.120, 95% interval +0.050 to +0.190, minimum
+        effect 0.05)``; a :data:`CANNOT_TEST` verdict adds :attr:`rule_note`."""
+        f, m = fmt.format, self.min_effect
+        note = f"; {self.rule_note}" if self.rule_note else ""
+        return (
+            f"**{self.verdict}** (effect {f(self.effect)}, {self.level:.0%} interval "
+            f"{f(self.low)} to {f(self.high)}, minimum effect {m:g}{note})"
+        )
+
     def __str__(self):
         return self.sentence
 

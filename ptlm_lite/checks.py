@@ -12,7 +12,7 @@ import numbers
 
 import torch
 
-__all__ = ["check_number", "check_count", "check_weights"]
+__all__ = ["check_number", "check_count", "check_weights", "check_generator"]
 
 
 def check_number(name, value, low=0.0, strict=False, none=False, high=None):
@@ -57,3 +57,16 @@ def check_weights(model, steps) -> None:
             f"{', ...' if len(bad) > 3 else ''}): lower lr, add warm-up or clip, or "
             f"check the inputs"
         )
+
+
+def check_generator(generator) -> torch.Generator:
+    """``generator`` if it is a ``torch.Generator``: every corruption and noise takes
+    an explicit one (same seed, same noise), never the global random state."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            "generator must be a torch.Generator (e.g. "
+            "torch.Generator().manual_seed(0)), "
+            f"got {type(generator).__name__}: corruptions never use the "
+            "global random state"
+        )
+    return generator

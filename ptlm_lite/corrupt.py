@@ -37,6 +37,7 @@ from typing import Iterable, Sequence
 
 import torch
 
+from .checks import check_generator
 from .data.batching import encode_pair
 from .output import IGNORE  # the book's one ignore index (-100)
 
@@ -76,16 +77,6 @@ class Masked:
     targets: torch.Tensor
     selected: torch.Tensor
     action: torch.Tensor
-
-
-def check_generator(generator):
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator (e.g. "
-            f"torch.Generator().manual_seed(0)), "
-            f"got {type(generator).__name__}: corruptions never use the "
-            f"global random state"
-        )
 
 
 def _index(name: str, value, what: str) -> int:

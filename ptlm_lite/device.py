@@ -26,6 +26,7 @@ __all__ = [
     "scores_on_device",
     "to_device",
     "device_of",
+    "eval_mode",
 ]
 
 
@@ -125,6 +126,18 @@ def on_device(model, device=None):
     finally:
         if isinstance(model, torch.nn.Module):
             model.to(home)
+
+
+@contextlib.contextmanager
+def eval_mode(model):
+    """``with eval_mode(model):`` runs the block with ``model`` in ``eval()`` mode
+    (no dropout), then puts back the mode it had, even if the block raises."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 def scores_on_device(fn: Callable) -> Callable:

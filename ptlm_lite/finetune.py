@@ -41,7 +41,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from .device import auto_device, scores_on_device
+from .device import auto_device, eval_mode, scores_on_device
 from .metrics import is_constant, macro_f1, scores
 
 __all__ = [
@@ -293,18 +293,16 @@ def evaluate(model, batch: dict, chunk: int = 256) -> dict:
     class; its accuracy then equals that class's share (the majority share at best) and
     its macro-F1 is low.
     """
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    inputs = {k: v for k, v in batch.items() if k != "labels"}
-    n = _size(inputs)
-    preds = [
-        model(**{k: v[i : i + chunk].to(device) for k, v in inputs.items()})
-        .logits.argmax(-1)
-        .cpu()
-        for i in range(0, n, chunk)
-    ]
-    model.train(was_training)
+    with eval_mode(model):
+        device = next(model.parameters()).device
+        inputs = {k: v for k, v in batch.items() if k != "labels"}
+        n = _size(inputs)
+        preds = [
+            model(**{k: v[i : i + chunk].to(device) for k, v in inputs.items()})
+            .logits.argmax(-1)
+            .cpu()
+            for i in range(0, n, chunk)
+        ]
     predictions = torch.cat(preds).numpy()
     return {
         **scores(predictions, batch["labels"].numpy()),
@@ -322,9 +320,11 @@ def _baselines(task, surface: bool) -> list[dict]:
     constant = np.full_like(labels, task.majority_label)
     shares = np.bincount(labels, minlength=task.n_labels) / len(labels)
     present = shares > 0
-    # uniform guessing: precision = a class's share, recall = 1/K (expected counts)
+    # uniform guessing: precision = a class's share, recall = 1/K (expected counts);
+    # it predicts every class, so a class absent from the test counts, with F1 0
     k = 1 / task.n_labels
-    chance_f1 = float(np.mean(2 * shares[present] * k / (shares[present] + k)))
+    f1 = 2 * shares[present] * k / (shares[present] + k)
+    chance_f1 = float(f1.sum() / task.n_labels)
     rows = [
         {"model": "majority class", **scores(constant, labels)},
         {
@@ -380,7 +380,8 @@ def seed_runs(
             # on the GPU if there is one (PTLM_DEVICE overrides): trained, scored there
             model = factory(seed)
             home = next(model.parameters()).device
-            model.to(auto_device(device))
+            where = auto_device(device)
+            model.to(where)
             train_batch, test_batch = batches_for(model)
             extra = dict(train_kw(name, model) or {}) if train_kw else {}
             start = time.perf_counter()
@@ -393,7 +394,7 @@ def seed_runs(
                 seed,
                 progress=progress,
                 desc=f"{task.name}: {name}, seed {seed}",
-                **extra,
+                **{"device": where, **extra},
             )
             rows.append(
                 {
@@ -448,8 +449,11 @@ def run(
             cached[decoder] = batches(task, tokenizer, decoder=decoder, **batch_kw)
         return cached[decoder]
 
+    # device=: scored where it trained (evaluate alone follows auto_device)
+    scorer = evaluate if device is None else evaluate.__wrapped__
+
     def score(model, test_batch):
-        result = evaluate(model, test_batch)
+        result = scorer(model, test_batch)
         return {k: result[k] for k in ("accuracy", "macro_f1", "constant", "correct")}
 
     sizes = (steps, batch_size, lr, device, progress)

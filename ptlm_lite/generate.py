@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import torch
 
+from .device import eval_mode
+
 __all__ = ["filter_logits", "sample_next", "generate"]
 
 
@@ -125,19 +127,18 @@ def generate(
             f"max_new_tokens must be a non-negative integer, got {max_new_tokens!r}"
         )
     _check(temperature, top_k, top_p, model.config.vocab_size)
-    was_training = model.training
-    model.eval()
-    cache, pending = (model.new_cache() if use_cache else None), ids
-    for _ in range(max_new_tokens):
-        if cache is None:
-            logits = model(ids[:, -L:]).logits
-        else:
-            # the window slides: start over
-            if model.cache_len(cache) + pending.shape[1] > L:
-                cache, pending = model.new_cache(), ids[:, -L:]
-            logits = model(pending, cache=cache).logits
-        nxt = sample_next(logits[:, -1], temperature, top_k, top_p, generator)  # (B,)
-        ids = torch.cat([ids, nxt[:, None]], dim=1)
-        pending = nxt[:, None]
-    model.train(was_training)
+    with eval_mode(model):
+        cache, pending = (model.new_cache() if use_cache else None), ids
+        for _ in range(max_new_tokens):
+            if cache is None:
+                logits = model(ids[:, -L:]).logits
+            else:
+                # the window slides: start over
+                if model.cache_len(cache) + pending.shape[1] > L:
+                    cache, pending = model.new_cache(), ids[:, -L:]
+                logits = model(pending, cache=cache).logits
+            # (B,): the next token of every row
+            nxt = sample_next(logits[:, -1], temperature, top_k, top_p, generator)
+            ids = torch.cat([ids, nxt[:, None]], dim=1)
+            pending = nxt[:, None]
     return ids

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from .checks import check_generator
 from .output import IGNORE
 
 __all__ = [
@@ -88,16 +89,6 @@ def check_document(doc) -> list[list[int]]:
                 )
         out.append([int(t) for t in sentence])
     return out
-
-
-def check_generator(generator) -> torch.Generator:
-    """Every noise takes an explicit ``torch.Generator`` (same seed, same noise)."""
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            "generator must be a torch.Generator (e.g. torch.Generator()."
-            f"manual_seed(0)), got {type(generator).__name__}"
-        )
-    return generator
 
 
 def _limit(name: str, value) -> int:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .device import scores_on_device
+from .device import eval_mode, scores_on_device
 from .finetune import runs_table, seed_runs, split_examples
 
 __all__ = ["span_batch", "passage_mask", "span_scores", "evaluate_spans", "run_spans"]
@@ -126,24 +126,23 @@ def evaluate_spans(model, batch: dict, max_answer_len: int = 30, chunk: int = 25
     """
     from .heads import best_span
 
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    allowed, starts, ends = passage_mask(batch), [], []
-    for i in range(0, len(batch["ids"]), chunk):
-        part = {
-            k: batch[k][i : i + chunk].to(device) for k in ("ids", "segments", "valid")
-        }
-        out = model(**part)
-        s, e = best_span(
-            out.extra["start_logits"].cpu(),
-            out.extra["end_logits"].cpu(),
-            max_answer_len,
-            allowed=allowed[i : i + chunk],
-        )
-        starts.append(s)
-        ends.append(e)
-    model.train(was_training)
+    with eval_mode(model):
+        device = next(model.parameters()).device
+        allowed, starts, ends = passage_mask(batch), [], []
+        for i in range(0, len(batch["ids"]), chunk):
+            part = {
+                k: batch[k][i : i + chunk].to(device)
+                for k in ("ids", "segments", "valid")
+            }
+            out = model(**part)
+            s, e = best_span(
+                out.extra["start_logits"].cpu(),
+                out.extra["end_logits"].cpu(),
+                max_answer_len,
+                allowed=allowed[i : i + chunk],
+            )
+            starts.append(s)
+            ends.append(e)
     start, end = torch.cat(starts), torch.cat(ends)
     offset = allowed.float().argmax(1)
     return {

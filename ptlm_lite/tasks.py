@@ -15,7 +15,7 @@ import random
 
 import torch
 
-from .device import scores_on_device
+from .device import eval_mode, scores_on_device
 from .output import IGNORE
 
 __all__ = ["CharVocab", "DateTask"]
@@ -133,14 +133,12 @@ class DateTask:
     @torch.no_grad()
     def exact_match(self, model, pairs) -> float:
         """Fraction of sources the model rewrites exactly right with greedy decoding."""
-        was_training = model.training
-        model.eval()
-        device = next(model.parameters()).device
-        src = self.encode_pairs(pairs)["src"].to(device)
-        out = model.generate(
-            src, self.vocab.bos_id, self.vocab.eos_id, max_new_tokens=self.tgt_len
-        )
-        model.train(was_training)
+        with eval_mode(model):
+            device = next(model.parameters()).device
+            src = self.encode_pairs(pairs)["src"].to(device)
+            out = model.generate(
+                src, self.vocab.bos_id, self.vocab.eos_id, max_new_tokens=self.tgt_len
+            )
         return sum(self.vocab.decode(o) == t for o, (_, t) in zip(out, pairs)) / len(
             pairs
         )

@@ -17,6 +17,7 @@ import os
 import random
 import time
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Callable, Iterable
 
 import numpy as np
@@ -70,8 +71,12 @@ def lr_schedule(
     * ``inverse_sqrt``: the Transformer paper's  lr = d^-0.5 · min(step^-0.5, step ·
       warmup^-1.5), rescaled so that its peak (at ``step == warmup``) is 1: min(step /
       warmup, √(warmup / step));
-    * ``linear``: warm up, then decay linearly to 0 at ``total`` (BERT);
-    * ``cosine``: warm up, then a half cosine to 0 at ``total`` (GPT-2 and most since).
+    * ``linear``: warm up, then decay linearly towards 0 (BERT);
+    * ``cosine``: warm up, then a half cosine towards 0 (GPT-2 and most since).
+
+    The decay starts at the peak on the step after the warm-up and reaches 0 one step
+    after ``total``, so that the last of ``total`` steps still learns (as in Hugging
+    Face's schedules, which count steps from 0).
     """
     if not isinstance(warmup, int) or warmup < 0:
         raise ValueError(
@@ -96,14 +101,14 @@ def lr_schedule(
         return lambda step: (
             ramp(step)
             if step <= warmup
-            else max(0.0, (total - step) / (total - warmup))
+            else max(0.0, (total + 1 - step) / (total - warmup))
         )
     if name == "cosine":
         return lambda step: (
             ramp(step)
             if step <= warmup
             else 0.5
-            * (1 + math.cos(math.pi * min(1.0, (step - warmup) / (total - warmup))))
+            * (1 + math.cos(math.pi * min(1.0, (step - 1 - warmup) / (total - warmup))))
         )
     raise ValueError(
         f"unknown schedule {name!r}; choose 'constant', 'inverse_sqrt', 'linear' or "
@@ -168,6 +173,7 @@ def adamw(params, lr: float, betas=(0.9, 0.98), device=None) -> torch.optim.Opti
     this book's models (``benchmarks/README.md``). Falls back to the default
     implementation elsewhere.
     """
+    params = list(params)  # a generator would be spent by a failed first try
     device = torch.device(device or "cpu")
     if device.type in ("cpu", "cuda"):
         try:
@@ -386,15 +392,20 @@ def train(
             source = batches
             if isinstance(batches, (list, tuple)):  # moved to the device once
                 source = [to_device(b, device) for b in batches]
+            one_shot, saved = isinstance(source, Iterator), []  # read once: kept
 
             def cycle():
+                first = True
                 while True:
                     empty = True
-                    for b in source:
+                    for b in saved if one_shot and not first else source:
                         empty = False
+                        if one_shot and first:
+                            saved.append(b)
                         yield b
                     if empty:
                         raise ValueError("batches is empty: give at least one batch")
+                    first = False
 
             it = cycle()
             get_batch = lambda step: next(it)  # noqa: E731

@@ -27,6 +27,7 @@ import torch
 from . import masks
 from .bert import Bert, MLMHead, init_weights
 from .config import Config
+from .device import eval_mode
 from .output import IGNORE, Output, check_targets, cross_entropy
 from .stack import Model
 
@@ -144,35 +145,35 @@ class UniLM(Model):
                 f"{self.config.max_len - S}], got {max_new_tokens!r}"
             )
         src_valid = src != self.config.pad_id if src_valid is None else src_valid
-        was_training = self.training
-        self.eval()
-        B = src.shape[0]
-        masks_ = torch.full((B, 1), mask_id, device=src.device)
-        out = src.new_empty(B, 0)
-        if cache:  # the source once: it sees only itself, so it never changes
-            cache = [{} for _ in range(self.config.n_layer)]
-            self._step(src, 0 * src, masks.padding_mask(src_valid), cache)
-        for t in range(max_new_tokens):
-            target = torch.cat([out, masks_], 1)  # y_1 .. y_t-1 [MASK]
-            if not cache:  # everything again: source, the tokens so far, [MASK]
-                ids, seg = (
-                    torch.cat([src, target], 1),
-                    torch.cat([0 * src, 0 * target + 1], 1),
-                )
-                valid = torch.cat([src_valid, target > -1], 1)
-                logits = self(ids, seg, valid, objective="seq2seq").logits[:, -1]
-            else:  # the last chosen token (kept) and a new [MASK] (dropped after)
-                new = target[:, -2:]
-                keys = torch.cat([src_valid, target > -1], 1)  # (B, S + t + 1)
-                # each new query sees the real keys up to itself
-                mask = masks.causal_mask(len(new[0]), memory=S + t - len(new[0]) + 1)
-                mask = mask.to(src.device) & keys[:, None, :]
-                logits = self._step(new, 0 * new + 1, mask, cache)[:, -1]
-                for layer in cache:  # forget the [MASK]'s keys and values
-                    layer["k"], layer["v"] = (
-                        layer["k"][:, :, :-1],
-                        layer["v"][:, :, :-1],
+        with eval_mode(self):
+            B = src.shape[0]
+            masks_ = torch.full((B, 1), mask_id, device=src.device)
+            out = src.new_empty(B, 0)
+            if cache:  # the source once: it sees only itself, so it never changes
+                cache = [{} for _ in range(self.config.n_layer)]
+                self._step(src, 0 * src, masks.padding_mask(src_valid), cache)
+            for t in range(max_new_tokens):
+                target = torch.cat([out, masks_], 1)  # y_1 .. y_t-1 [MASK]
+                if not cache:  # everything again: source, the tokens so far, [MASK]
+                    ids, seg = (
+                        torch.cat([src, target], 1),
+                        torch.cat([0 * src, 0 * target + 1], 1),
                     )
-            out = torch.cat([out, logits.argmax(-1, keepdim=True)], 1)
-        self.train(was_training)
+                    valid = torch.cat([src_valid, target > -1], 1)
+                    logits = self(ids, seg, valid, objective="seq2seq").logits[:, -1]
+                else:  # the last chosen token (kept) and a new [MASK] (dropped after)
+                    new = target[:, -2:]
+                    keys = torch.cat([src_valid, target > -1], 1)  # (B, S + t + 1)
+                    # each new query sees the real keys up to itself
+                    mask = masks.causal_mask(
+                        len(new[0]), memory=S + t - len(new[0]) + 1
+                    )
+                    mask = mask.to(src.device) & keys[:, None, :]
+                    logits = self._step(new, 0 * new + 1, mask, cache)[:, -1]
+                    for layer in cache:  # forget the [MASK]'s keys and values
+                        layer["k"], layer["v"] = (
+                            layer["k"][:, :, :-1],
+                            layer["v"][:, :, :-1],
+                        )
+                out = torch.cat([out, logits.argmax(-1, keepdim=True)], 1)
         return out

@@ -181,3 +181,28 @@ def test_fine_tuning_heads_live_in_heads_and_at_the_top():
     ):
         assert getattr(P, name) is getattr(heads, name)
         assert not hasattr(bert, name)
+
+
+def test_a_short_pretraining_run_is_the_kept_checkpoint_of_a_longer_one():
+    """chapters/bert.ipynb §7a loads the main run's step-k checkpoint as seed 0 of its
+    main ablation condition instead of training it again: that is only right if a run
+    of k steps (warm-up, then a constant rate) is exactly a longer run's first k."""
+    from ptlm_lite.recipes import bert as recipe
+
+    def batches(step):
+        ids, segments = inputs(B=4, seed=step)
+        m = mlm_mask(ids, generator=torch.Generator().manual_seed(step), vocab_size=120,
+                     special_ids=(0, 1, 2, 3), mask_id=4)  # fmt: skip
+        return {"ids": m.inputs, "segments": segments, "valid": ids != 0,
+                "targets": m.targets, "nsp_labels": torch.tensor([0, 1, 0, 1])}  # fmt: skip
+
+    def run(steps, keep=()):
+        model = BertForPreTraining(config(), seed=0)
+        hist = recipe.pretrain(model, steps=steps, lr=5e-3, warmup=2, batches=batches,
+                               keep=keep, progress=False)  # fmt: skip
+        return model, hist
+
+    short, _ = run(5)
+    _, long = run(9, keep=(5,))
+    kept = long.checkpoints[5]
+    assert all(torch.equal(v, kept[k]) for k, v in short.state_dict().items())

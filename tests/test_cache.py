@@ -229,3 +229,106 @@ def test_two_processes_racing_train_once(tmp_cache):
     assert [p.exitcode for p in procs] == [0, 0]
     assert [results.get(timeout=5) for _ in procs] == [4.0, 4.0]
     assert trainings() == 1
+
+
+def _scaled_training(model, scale=0.5):
+    count_training(model)
+    with torch.no_grad():
+        model.linear.weight.fill_(scale)
+
+
+class _Trainer:
+    """A callable object as train_fn (its repr would hold a memory address)."""
+
+    def __call__(self, model):
+        count_training(model)
+
+
+def test_key_is_the_same_in_every_process_for_partials_and_callable_objects():
+    """A key built from a repr with an address would retrain in every new kernel."""
+    import functools
+    import subprocess
+    import sys
+
+    def key_of(fn):
+        return cache.Recipe("k", TinyModel, TinyConfig(), fn).key
+
+    here = {
+        "partial": key_of(functools.partial(_scaled_training, scale=0.25)),
+        "object": key_of(_Trainer()),
+    }
+    code = (
+        "import functools, sys; sys.path.insert(0, 'tests'); import test_cache as t; "
+        "from ptlm_lite import cache; "
+        "k = lambda fn: cache.Recipe('k', t.TinyModel, t.TinyConfig(), fn).key; "
+        "print(k(functools.partial(t._scaled_training, scale=0.25)), k(t._Trainer()))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [here["partial"], here["object"]]
+    # the partial's arguments still count
+    assert here["partial"] != key_of(functools.partial(_scaled_training, scale=0.75))
+
+
+def test_a_dotted_name_keeps_its_key_in_the_file_name(tmp_cache):
+    cache.register("tiny.v2", TinyModel, TinyConfig(), count_training, version="1")
+    other = cache.register("tiny.v2b", TinyModel, TinyConfig(d_out=3), count_training)
+    try:
+        weights, meta = cache.entry_paths(cache.recipe("tiny.v2"))
+        assert cache.recipe("tiny.v2").key in weights.name
+        assert meta.name == weights.name.replace(".safetensors", ".json")
+        assert cache.entry_paths(other)[0] != weights
+        cache.get("tiny.v2")
+        assert weights.exists() and meta.exists()
+    finally:
+        cache._REGISTRY.pop("tiny.v2", None)
+        cache._REGISTRY.pop("tiny.v2b", None)
+
+
+def test_an_entry_written_for_another_key_is_rebuilt(tmp_cache):
+    import json
+
+    cache.get("tiny")
+    _, meta = cache.entry_paths(cache.recipe("tiny"))
+    info = json.loads(meta.read_text())
+    info["recipe"]["key"] = "0" * 16
+    meta.write_text(json.dumps(info))
+    with pytest.warns(RuntimeWarning, match="key"):
+        cache.get("tiny")
+    assert trainings() == 2
+
+
+def test_a_bug_while_loading_is_raised_not_hidden_as_damage(tmp_cache, monkeypatch):
+    cache.get("tiny")
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug, not damage")
+
+    monkeypatch.setattr(cache, "load_model", broken)
+    with pytest.raises(ZeroDivisionError):
+        cache.get("tiny")
+
+
+def test_hit_and_miss_leave_the_random_state_alike(tmp_cache):
+    """What a chapter draws after get() must not depend on whether the model was
+    cached (the miss path seeds torch and trains)."""
+    import random
+
+    import numpy as np
+
+    def draw():
+        return (random.random(), float(np.random.rand()), float(torch.rand(())))
+
+    def after_get():
+        random.seed(7), np.random.seed(7), torch.manual_seed(7)
+        cache.get("tiny")
+        return draw()
+
+    miss = after_get()
+    hit = after_get()
+    random.seed(7), np.random.seed(7), torch.manual_seed(7)
+    assert trainings() == 1
+    assert miss == hit == draw()

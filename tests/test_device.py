@@ -153,3 +153,17 @@ def test_scores_on_device_hands_results_and_model_back_on_the_cpu():
     assert next(model.parameters()).device.type == "cpu"
     with pytest.raises(TypeError, match="model"):
         scores_on_device(lambda net: net)
+
+
+def test_eval_mode_restores_the_mode_even_when_the_block_raises():
+    from ptlm_lite.device import eval_mode
+
+    model = torch.nn.Dropout(0.5).train()
+    with pytest.raises(ZeroDivisionError):
+        with eval_mode(model):
+            assert not model.training
+            1 / 0
+    assert model.training
+    with eval_mode(model.eval()):
+        pass
+    assert not model.training

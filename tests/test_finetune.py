@@ -189,3 +189,38 @@ def test_run_makes_one_table_with_the_baselines(tok, tasks):
     summary = F.summarize(table)
     assert summary.loc[(task.name, "random init"), "runs"] == 2
     assert summary.loc[(task.name, "majority class"), "constant runs"] == 1
+
+
+def test_run_trains_and_scores_on_the_device_it_is_given(tok, tasks, monkeypatch):
+    """device= reaches the training loop and the scoring, not only the first move."""
+    import sys
+
+    T = sys.modules["ptlm_lite.train"]  # the module (ptlm_lite.train is the function)
+
+    task = small(tasks["kind_from_sentence"], 16, 8)
+    config = preset("bert-tiny", vocab_size=tok.vocab_size)
+    seen, real = [], T.train
+
+    def spy(model, batches, **kw):
+        seen.append(kw.get("device"))
+        return real(model, batches, **kw)
+
+    monkeypatch.setattr(T, "train", spy)
+    F.run(task, lambda s: F.bert_model(task, config), tok, seeds=(0,), steps=1,
+          batch_size=4, surface=False, device="cpu")  # fmt: skip
+    assert seen == [torch.device("cpu")]
+
+
+def test_chance_macro_f1_counts_a_class_missing_from_the_test(tasks):
+    """Uniform guessing predicts every class: one absent from the test has F1 0."""
+    import dataclasses
+
+    task = tasks["kind_from_sentence"]
+    kept = [e for e in task.test if e["label"] != 0]
+    missing = dataclasses.replace(task, test=kept)
+    rows = F._baselines(missing, surface=False)
+    chance = next(r for r in rows if r["model"] == "chance")["macro_f1"]
+    labels = np.array([e["label"] for e in kept])
+    guesses = np.random.default_rng(0).integers(task.n_labels, size=(400, len(labels)))
+    simulated = np.mean([F.macro_f1(g, labels) for g in guesses])
+    assert chance == pytest.approx(simulated, abs=0.01)

@@ -582,3 +582,17 @@ def test_pretrain_runs_a_single_step():
     batch = {"ids": m.inputs, "targets": m.targets, "valid": d["valid"]}
     history = R.pretrain(model, lambda step: batch, steps=1, progress=False)
     assert len(history.losses) == 1
+
+
+def test_unigram_baseline_smooths_over_the_vocabulary():
+    """Add-one over every token a model can answer, not only the ids seen: more
+    tokens share the smoothing mass, so the floor's loss can only go up."""
+    d = dataset(8, 16)
+    seen = R.unigram_baseline(d["ids"], d, corruption(), special_ids=SPECIAL)
+    vocab = R.unigram_baseline(
+        d["ids"], d, corruption(), special_ids=SPECIAL, vocab_size=V + 500
+    )
+    assert vocab["loss"] > seen["loss"] and vocab["tokens"] == seen["tokens"]
+    for bad in (3, True, 2.5):
+        with pytest.raises(ValueError, match="vocab_size must be an int"):
+            R.unigram_baseline(d["ids"], d, corruption(), vocab_size=bad)

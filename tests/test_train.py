@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import ptlm_lite as P
+from ptlm_lite.train import adamw
 
 
 def test_inverse_sqrt_is_the_papers_formula_rescaled():
@@ -20,8 +21,9 @@ def test_inverse_sqrt_is_the_papers_formula_rescaled():
 def test_warmup_ramps(name):
     f = P.lr_schedule(name, warmup=10, total=100)
     assert f(1) == pytest.approx(0.1) and f(10) == pytest.approx(1.0)
-    if name in ("linear", "cosine"):
-        assert f(100) == pytest.approx(0.0, abs=1e-12)
+    if name in ("linear", "cosine"):  # the last step still learns; 0 only after it
+        assert f(100) > 0 and f(101) == pytest.approx(0.0, abs=1e-12)
+        assert P.lr_schedule(name, warmup=0, total=1)(1) == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize(
@@ -165,3 +167,57 @@ def test_param_groups_have_their_own_learning_rate_and_schedule():
             loss_fn=loss_fn,
             param_groups=[{"params": model[0], "rate": 1}],
         )
+
+
+def test_a_generator_of_batches_is_cycled_like_a_list():
+    """The docstring promises cycling; a generator can be read only once."""
+    torch.manual_seed(0)
+    data = [(torch.randn(4, 3), torch.randn(4, 1)) for _ in range(3)]
+
+    def loss_fn(model, batch):
+        x, y = batch
+        return ((model(x) - y) ** 2).mean()
+
+    def run(batches):
+        torch.manual_seed(1)
+        model = torch.nn.Linear(3, 1)
+        hist = P.train(model, batches, steps=7, loss_fn=loss_fn, progress=False)
+        return hist.losses
+
+    assert run(iter(data)) == run(data)
+    assert run(b for b in data) == run(data)
+    with pytest.raises(ValueError, match="batches is empty"):
+        run(iter([]))
+
+
+def test_adamw_takes_a_generator_of_parameters(monkeypatch):
+    """Where the fused kernel fails, the fallback must still see every parameter."""
+    real = torch.optim.AdamW
+
+    def no_fused(params, fused=None, **kw):
+        if fused:
+            list(params)  # what a failing constructor does to a generator
+            raise RuntimeError("no fused kernel here")
+        return real(params, **kw)
+
+    monkeypatch.setattr(torch.optim, "AdamW", no_fused)
+    model = torch.nn.Linear(3, 2)
+    opt = adamw((p for p in model.parameters()), lr=1e-3, device="cpu")
+    assert sum(len(g["params"]) for g in opt.param_groups) == 2
+
+
+@pytest.mark.parametrize("name", ["linear", "cosine"])
+def test_decay_matches_hugging_face_after_the_warmup(name):
+    """Past the warm-up, step k (ours, from 1) has Hugging Face's rate at step k - 1
+    (theirs, from 0): the decay starts at the peak and the last step still learns."""
+    transformers = pytest.importorskip("transformers")
+    model = torch.nn.Linear(2, 2)
+    make = {
+        "linear": transformers.get_linear_schedule_with_warmup,
+        "cosine": transformers.get_cosine_schedule_with_warmup,
+    }[name]
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    theirs = make(opt, num_warmup_steps=5, num_training_steps=40).lr_lambdas[0]
+    ours = P.lr_schedule(name, warmup=5, total=40)
+    for k in range(6, 42):
+        assert ours(k) == pytest.approx(theirs(k - 1), abs=1e-12), k

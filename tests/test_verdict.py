@@ -573,3 +573,16 @@ def test_docstring_examples_run():
 def test_module_docstring_points_to_the_chapters():
     for chapter in ("transformer", "gpt", "bert", "gpt2", "gpt3"):
         assert f"chapters/{chapter}.ipynb" in V.__doc__
+
+
+def test_short_says_the_verdict_and_its_numbers_in_one_line():
+    v = _vs_majority(AT_FLOOR)
+    line = v.short()
+    assert line.startswith(f"**{CANNOT_TEST}** (effect {v.effect:+.3f}, 95% interval ")
+    assert f"{v.low:+.3f} to {v.high:+.3f}, minimum effect 0.05" in line
+    assert v.rule_note == f"the rule alone: {NO_EFFECT}" and line.endswith(
+        f"; {v.rule_note})"
+    )
+    plain = _vs_majority(AT_FLOOR, floor=None)
+    assert plain.rule_note == "" and "rule alone" not in plain.short()
+    assert plain.short("{:.1%}").startswith(f"**{plain.verdict}** (effect ")

@@ -24,6 +24,7 @@ import torch
 from .. import flops
 from ..bert import BertForPreTraining
 from ..config import Config
+from ..device import eval_mode
 from ..electra import ElectraConfig, ElectraForPreTraining, generator_config
 from . import bert as bert_recipe
 
@@ -196,17 +197,15 @@ def zero_shot_choice(
     x, ending = rows["ids"], rows["ending"]
     if len(x) != rows["n_choices"] * len(task.test):
         raise ValueError("rows must be choice_rows(task, tok) of this task")
-    was_training = model.training
-    model.eval()
-    logits = torch.cat(
-        [
-            model(x[i : i + batch_size], valid=x[i : i + batch_size] != rows["pad"])
-            .logits.float()
-            .cpu()
-            for i in range(0, len(x), batch_size)
-        ]
-    )
-    model.train(was_training)
+    with eval_mode(model):
+        logits = torch.cat(
+            [
+                model(x[i : i + batch_size], valid=x[i : i + batch_size] != rows["pad"])
+                .logits.float()
+                .cpu()
+                for i in range(0, len(x), batch_size)
+            ]
+        )
     score = (logits * ending).sum(1) / ending.sum(1)  # mean "replaced" logit
     picked = score.view(len(task.test), rows["n_choices"]).argmin(1).numpy()
     return (picked == rows["labels"]).astype(float)

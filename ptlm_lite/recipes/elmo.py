@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 from ..data.world import COLOURS, INDUSTRIES, OCCUPATIONS
+from ..device import eval_mode
 from ..elmo import CoVe, ELMo, ELMoConfig, ScalarMix, BiLSTMLM, word_chars
 from ..output import IGNORE, Output, cross_entropy
 from ..rnn import concat_pool
@@ -226,14 +227,12 @@ def train_cove(pairs, src: WordTokenizer, d, steps, batch, lr, seed, **kw):
 def token_features(model, tok: WordTokenizer, sentences) -> np.ndarray:
     """(N tokens, L, D): every layer's vector of every word of ``sentences`` in
     reading order (ELMo: L + 1 layers of [h→; h←]; CoVe: one layer, its encoder)."""
-    was = model.training
-    model.eval()
-    ids, valid = pad_batch(tok.encode_batch(sentences))
-    if isinstance(model, CoVe):
-        layers = [model.encode(ids, valid)]
-    else:
-        layers = model.layers(ids, valid)
-    model.train(was)
+    with eval_mode(model):
+        ids, valid = pad_batch(tok.encode_batch(sentences))
+        if isinstance(model, CoVe):
+            layers = [model.encode(ids, valid)]
+        else:
+            layers = model.layers(ids, valid)
     h = torch.stack(layers, 2)  # (B, T, L, D)
     return h[valid].numpy()
 
@@ -374,11 +373,9 @@ def neighbours(features: np.ndarray, sentences, query: int, k: int = 5):
 @torch.no_grad()
 def heldout_loss(model, tok: WordTokenizer, sentences) -> float:
     """The model's mean loss (nats per word, both directions) on ``sentences``."""
-    was = model.training
-    model.eval()
-    ids, valid = pad_batch(tok.encode_batch(sentences))
-    loss = model(ids, valid).loss.item()
-    model.train(was)
+    with eval_mode(model):
+        ids, valid = pad_batch(tok.encode_batch(sentences))
+        loss = model(ids, valid).loss.item()
     return loss
 
 
@@ -386,11 +383,9 @@ def heldout_loss(model, tok: WordTokenizer, sentences) -> float:
 def next_word(model, tok: WordTokenizer, sentence, t: int, k: int = 3):
     """The ``k`` likeliest words at position ``t + 1`` of ``sentence`` by the model's
     forward (next-word) logits at ``t``: ``[(word, probability)]``."""
-    was = model.training
-    model.eval()
-    ids = torch.tensor([tok.encode(sentence)])
-    p = model(ids).logits[0, t].softmax(-1)
-    model.train(was)
+    with eval_mode(model):
+        ids = torch.tensor([tok.encode(sentence)])
+        p = model(ids).logits[0, t].softmax(-1)
     top = p.topk(k)
     return [(tok.itos[i], float(q)) for q, i in zip(top.values, top.indices)]
 
@@ -399,12 +394,10 @@ def next_word(model, tok: WordTokenizer, sentence, t: int, k: int = 3):
 def translate(model: CoVe, src: WordTokenizer, tgt: WordTokenizer, sentence, n=None):
     """Greedy decoding of one sentence (a list of words) by CoVe's translation model:
     as many target words as source words unless ``n`` says otherwise."""
-    was = model.training
-    model.eval()
-    s = torch.tensor([src.encode(sentence)])
-    out = [4]  # <bos>
-    for _ in range(n or len(sentence)):
-        logits = model(s, s != 0, torch.tensor([out])).logits
-        out.append(int(logits[0, -1].argmax()))
-    model.train(was)
+    with eval_mode(model):
+        s = torch.tensor([src.encode(sentence)])
+        out = [4]  # <bos>
+        for _ in range(n or len(sentence)):
+            logits = model(s, s != 0, torch.tensor([out])).logits
+            out.append(int(logits[0, -1].argmax()))
     return [tgt.itos[i] for i in out[1:]]

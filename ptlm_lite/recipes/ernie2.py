@@ -31,6 +31,7 @@ import torch
 
 from ..corrupt import pack_pairs
 from ..data import pad_sequences
+from ..device import eval_mode
 from ..ernie2 import Labelled, distance_pairs, draw_tasks, reorder_groups
 from ..output import IGNORE
 from . import ernie as ernie_recipe
@@ -292,23 +293,21 @@ def task_scores(model, test: dict, measure: str = "accuracy") -> dict:
     negative log-likelihood of the right class)."""
     if measure not in ("accuracy", "loss"):
         raise ValueError(f"measure must be 'accuracy' or 'loss', got {measure!r}")
-    was = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    out = {}
-    for task, batch in test.items():
-        b = {k: v.to(device) for k, v in batch.items()}
-        logits = model(task, **{k: v for k, v in b.items() if k != "labels"}).logits
-        if "targets" in b:
-            gold = b["targets"][b["targets"] != IGNORE]  # (N,) the scored tokens
-        else:
-            gold = b["labels"]
-        if measure == "loss":
-            score = -logits.float().log_softmax(-1).gather(1, gold[:, None])[:, 0]
-        else:
-            score = (logits.argmax(-1) == gold).float()
-        out[task] = score.cpu().numpy()
-    model.train(was)
+    with eval_mode(model):
+        device = next(model.parameters()).device
+        out = {}
+        for task, batch in test.items():
+            b = {k: v.to(device) for k, v in batch.items()}
+            logits = model(task, **{k: v for k, v in b.items() if k != "labels"}).logits
+            if "targets" in b:
+                gold = b["targets"][b["targets"] != IGNORE]  # (N,) the scored tokens
+            else:
+                gold = b["labels"]
+            if measure == "loss":
+                score = -logits.float().log_softmax(-1).gather(1, gold[:, None])[:, 0]
+            else:
+                score = (logits.argmax(-1) == gold).float()
+            out[task] = score.cpu().numpy()
     return out
 
 

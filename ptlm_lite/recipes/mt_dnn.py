@@ -21,6 +21,7 @@ import copy
 import numpy as np
 import torch
 
+from ..device import eval_mode
 from ..mt_dnn import mt_dnn
 
 __all__ = ["TASK_HEADS", "tasks", "task_data", "multitask_model", "task_scores"]
@@ -73,18 +74,20 @@ def multitask_model(pretrained, heads=None):
 def task_scores(model, test: dict) -> dict:
     """Each task's test score under ``model`` (a MultiTask): accuracy for a classifier
     or a ranker, Pearson's r between prediction and target for a similarity head."""
-    was = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    out = {}
-    for name, batch in test.items():
-        inputs = {
-            k: v.to(device) for k, v in batch.items() if k not in ("labels", "scores")
-        }
-        pred = model(name, **inputs).logits.cpu()
-        if "scores" in batch:
-            out[name] = float(np.corrcoef(pred.numpy(), batch["scores"].numpy())[0, 1])
-        else:
-            out[name] = float((pred.argmax(-1) == batch["labels"]).float().mean())
-    model.train(was)
+    with eval_mode(model):
+        device = next(model.parameters()).device
+        out = {}
+        for name, batch in test.items():
+            inputs = {
+                k: v.to(device)
+                for k, v in batch.items()
+                if k not in ("labels", "scores")
+            }
+            pred = model(name, **inputs).logits.cpu()
+            if "scores" in batch:
+                out[name] = float(
+                    np.corrcoef(pred.numpy(), batch["scores"].numpy())[0, 1]
+                )
+            else:
+                out[name] = float((pred.argmax(-1) == batch["labels"]).float().mean())
     return out

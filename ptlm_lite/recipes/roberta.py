@@ -38,8 +38,9 @@ import torch
 from torch import nn
 
 from ..bert import init_weights
+from ..checks import check_generator
 from ..corrupt import Masked, Pair
-from ..device import scores_on_device
+from ..device import eval_mode, scores_on_device
 from ..output import Output, cross_entropy
 from ..roberta import RobertaForMaskedLM
 
@@ -53,14 +54,6 @@ __all__ = [
     "RobertaWithNSP",
     "pretrain",
 ]
-
-
-def check_generator(generator):
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator (e.g. torch.Generator()."
-            f"manual_seed(0)), got {type(generator).__name__}"
-        )
 
 
 def _check_documents(documents) -> None:
@@ -306,15 +299,13 @@ def heldout_mlm(
     over its masked tokens, scaled by ``R / tokens``): the per-example input of a
     verdict.
     """
-    was_training = model.training
-    model.eval()
     device = next(model.parameters(), torch.empty(0)).device
     m = corrupt(data["ids"], generator=torch.Generator().manual_seed(seed))
     losses, hits, counts = [], [], []
     # a RoBERTa masked LM given the targets scores the masked positions only: the same
     # (N, V) logits as selecting them afterwards, without the head over every position
     selects = isinstance(model, RobertaForMaskedLM)
-    with torch.no_grad():
+    with eval_mode(model), torch.no_grad():
         for i in range(0, len(m.inputs), batch_size):
             t = m.targets[i : i + batch_size].to(device)
             inputs = m.inputs[i : i + batch_size].to(device)
@@ -337,7 +328,6 @@ def heldout_mlm(
                 torch.zeros(n, dtype=torch.double).index_add_(0, row.cpu(), right.cpu())
             )
             counts.append((t != -100).sum(1).cpu())
-    model.train(was_training)
     losses, hits = torch.cat(losses).numpy(), torch.cat(hits).numpy()
     counts = torch.cat(counts).numpy()
     if not counts.sum():
@@ -356,14 +346,30 @@ def heldout_mlm(
 
 
 def unigram_baseline(
-    train_ids, data: dict, corrupt: Callable, *, seed: int = 0, special_ids=()
+    train_ids,
+    data: dict,
+    corrupt: Callable,
+    *,
+    seed: int = 0,
+    special_ids=(),
+    vocab_size: int | None = None,
 ) -> dict:
     """What a model that ignores the context can do on :func:`heldout_mlm`'s targets:
-    the cross-entropy of the training text's token frequencies (add-one smoothed) and
+    the cross-entropy of the training text's token frequencies (add-one smoothed over
+    the ``vocab_size`` tokens a model can answer; without it, over the ids seen) and
     the accuracy of always answering the most frequent token; ``row_loss``: per-row
     scores as :func:`heldout_mlm`'s.
     """
-    V = int(max(int(train_ids.max()), int(data["ids"].max()))) + 1
+    seen = int(max(int(train_ids.max()), int(data["ids"].max()))) + 1
+    if vocab_size is not None and (
+        isinstance(vocab_size, bool) or not isinstance(vocab_size, int)
+        or vocab_size < seen
+    ):  # fmt: skip
+        raise ValueError(
+            f"vocab_size must be an int covering every id seen (>= {seen}), got "
+            f"{vocab_size!r}"
+        )
+    V = vocab_size or seen
     special = torch.tensor(sorted(special_ids), dtype=train_ids.dtype)
     ids = train_ids[~torch.isin(train_ids, special)]
     counts = torch.bincount(ids.flatten(), minlength=V).double() + 1.0

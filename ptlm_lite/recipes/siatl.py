@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 
 from .. import siatl, ulmfit
+from ..device import eval_mode
 from ..rnn import LSTMClassifier, LSTMConfig, LSTMLM
 
 # γ decays exponentially from START to END over the run (our choice: the LM loss
@@ -89,10 +90,8 @@ def lm_choice(lm: LSTMLM, task, tokenizer, split: str = "test"):
     ids = torch.zeros(len(rows), T, dtype=torch.long)  # right padding: never read
     for i, r in enumerate(rows):
         ids[i, : len(r)] = torch.tensor(r)
-    was = lm.training
-    lm.eval()
-    logp = lm(ids[:, :-1]).logits.log_softmax(-1)  # (N·C, T - 1, V)
-    lm.train(was)
+    with eval_mode(lm):
+        logp = lm(ids[:, :-1]).logits.log_softmax(-1)  # (N·C, T - 1, V)
     nxt = logp.gather(-1, ids[:, 1:, None])[..., 0]  # (N·C, T - 1): log p(token t + 1)
     t = torch.arange(T - 1)
     start, end = (torch.tensor(x)[:, None] for x in zip(*spans))

@@ -13,7 +13,7 @@ Chapter: ``chapters/spanbert.ipynb``.
 
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 from typing import Callable
 
 import torch
@@ -63,13 +63,20 @@ def span_corruption(
 
 
 def _streams(tok, split: str, corpora, n_docs: int) -> list[list[list[int]]]:
-    """Each corpus as one stream of tokenized sentences, documents one after another."""
+    """Each corpus as one stream of tokenized sentences, documents one after another
+    (tokenized once per tokenizer and arguments: the chapter builds one stream per run;
+    callers only read them)."""
     unknown = set(corpora) - {"shakespeare", "world"}
     if not corpora or unknown:
         raise ValueError(
             f"corpora must be a non-empty subset of ('shakespeare', 'world'), got "
             f"{corpora!r}"
         )
+    return _tokenized_streams(tok, split, tuple(corpora), n_docs)
+
+
+@lru_cache(maxsize=8)
+def _tokenized_streams(tok, split: str, corpora: tuple, n_docs: int):
     return [
         [s for d in token_documents(tok, c, split, n_docs) for s in d if s]
         for c in corpora

@@ -22,6 +22,7 @@ import functools
 import torch
 
 from .. import ulmfit
+from ..device import eval_mode
 from ..rnn import LSTMClassifier, LSTMConfig, LSTMLM
 
 # the LM's sizes and each stage's run, per scale
@@ -95,14 +96,12 @@ def lm_batches(blocks: torch.Tensor, batch: int, seed: int = 0):
 def lm_loss(model: LSTMLM, blocks: torch.Tensor, n: int = 64, per_block: bool = False):
     """The LM's mean next-token loss (nats) on the first ``n`` of ``blocks``; with
     ``per_block``, one mean per block (a NumPy array: the verdict's test examples)."""
-    was = model.training
-    model.eval()
-    b = blocks[:n]
-    logits = model(b[:, :-1]).logits  # (n, T, V)
-    loss = torch.nn.functional.cross_entropy(
-        logits.transpose(1, 2), b[:, 1:], reduction="none"
-    ).mean(1)  # (n,)
-    model.train(was)
+    with eval_mode(model):
+        b = blocks[:n]
+        logits = model(b[:, :-1]).logits  # (n, T, V)
+        loss = torch.nn.functional.cross_entropy(
+            logits.transpose(1, 2), b[:, 1:], reduction="none"
+        ).mean(1)  # (n,)
     return loss.numpy() if per_block else loss.mean().item()
 
 
