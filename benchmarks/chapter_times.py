@@ -23,10 +23,12 @@ the kernel shuts down; ``ru_maxrss`` of the children where /proc does not exist)
 load average, every verdict it printed (:mod:`ptlm_lite.verdict` logs them to
 ``$PTLM_VERDICT_LOG``, as for ``scripts/execute.py``), and, asked of the kernel after
 its last cell, the ``SCALE`` it ran with, the device ``ptlm_lite.train.auto_device()``
-picks there and the peak GPU memory (``torch.cuda.max_memory_allocated``; None without
+picks there and the peak GPU memory (``ptlm_lite.runtime.cuda_peak_mb``; None without
 CUDA). A notebook that runs past ``--notebook-timeout`` seconds is stopped (its kernel
 killed) and recorded with status ``timeout``, the seconds so far and the verdicts
-printed so far.
+printed so far. ``--deadline S`` bounds the whole run (a GPU session's fixed device
+time): no notebook starts with less than 45 s left, each one's limit is cut to what is
+left, and one stopped so is recorded with ``stopped_by_deadline``.
 
 The results go to ``benchmarks/chapter_times.json`` (``--scale small``:
 ``benchmarks/chapter_times_small.json``, so a small run never overwrites the tiny
@@ -153,7 +155,8 @@ def _chapter_times_probe():
         from ptlm_lite.train import auto_device
         out["device"] = str(auto_device())
         if torch.cuda.is_available():
-            out["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+            from ptlm_lite.runtime import cuda_peak_mb  # P.Timer resets the peak
+            out["cuda_peak_mb"] = round(cuda_peak_mb(), 1)
     except Exception as e:
         out["probe_error"] = f"{type(e).__name__}: {e}"
     return json.dumps(out, default=str)
@@ -753,6 +756,8 @@ def _small_status(rec: dict | None) -> str | None:
     """Why a chapter has no (or fewer) small verdicts; None for a complete run."""
     if rec is None:
         return "not run at small"
+    if rec["status"] == "timeout" and rec.get("stopped_by_deadline"):
+        return f"stopped unfinished after {rec['seconds']:.0f} s (the run's deadline)"
     if rec["status"] == "timeout":
         return f"timed out after {rec['seconds']:.0f} s"
     if rec["status"] != "ok":
@@ -800,7 +805,8 @@ def _run_line(run: dict) -> str:
 
 
 RUN_FIELDS = ("date", "machine", "scale", "jobs", "seed_set", "max_steps",
-              "notebook_timeout", "note")  # fmt: skip
+              "notebook_timeout", "deadline", "note")  # fmt: skip
+DEADLINE_MIN_START = 45.0  # --deadline: seconds a notebook needs at least to be started
 
 
 def merge(old: dict | None, new: dict) -> dict:
@@ -1003,12 +1009,13 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
     # the small run's times
     rows = [
         (
-            "| notebook | SCALE | device | seconds | peak GPU memory (MB) "
+            "| notebook | SCALE | device | at a time | seconds | peak GPU memory (MB) "
             "| peak memory (MB) | status |"
         ),
-        "|:---|:---|:---|---:|---:|---:|:---|",
+        "|:---|:---|:---|---:|---:|---:|---:|:---|",
     ]
     for c in small["chapters"]:
+        jobs = runs[min(c.get("run", 0), len(runs) - 1)].get("jobs", 1)
         status = _small_status(c) or "ok"
         gpu_mb = (
             f"{c['cuda_peak_mb']:,.0f}" if c.get("cuda_peak_mb") is not None else "-"
@@ -1017,17 +1024,19 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
         rows.append(
             f"| {_link(c['file'], c.get('title') or c['file'])} "
             f"| {_md(c.get('scale') or '-')} | {_md(c.get('device') or '-')} "
-            f"| {c['seconds']:.0f} | {gpu_mb} | {rss} | {status} |"
+            f"| {jobs} | {c['seconds']:.0f} | {gpu_mb} | {rss} | {status} |"
         )
     total = sum(c["seconds"] for c in small["chapters"])
     lines += [
         "## How long the small run took",
         "",
         (
-            "Each notebook in a fresh kernel with an empty model cache, "
-            + " / ".join(str(r.get("jobs", 1)) for r in runs)
-            + " at a time: wall time of its cells, the kernel's peak GPU memory "
-            "(`torch.cuda.max_memory_allocated`) and peak resident memory."
+            "Each notebook in a fresh kernel with an empty model cache, as many "
+            "at a time as its run had (the column *at a time*: more than a few "
+            "slow each one down): wall time of its cells, the kernel's peak GPU memory "
+            "(`ptlm_lite.runtime.cuda_peak_mb`; in the runs of 2026-11-27 and before, "
+            "a lower bound: the peak of the chapter's last timed part) and peak "
+            "resident memory."
         ),
         "",
         *rows,
@@ -1094,6 +1103,15 @@ def main(argv=None) -> int:
         f"--scale small: {OUT_SMALL.relative_to(ROOT)})",
     )
     ap.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="seconds from the start of this run: no notebook starts later than "
+        f"{DEADLINE_MIN_START:.0f} s before it, and each notebook's limit is cut so it "
+        "ends by it (a GPU session with a fixed device time); a notebook not started is "
+        "left out of the results, not recorded",
+    )
+    ap.add_argument(
         "--merge",
         action="store_true",
         help="keep the chapters of the existing results file that this run does not "
@@ -1143,8 +1161,24 @@ def main(argv=None) -> int:
         "seed_set": os.environ.get("PTLM_SEED_SET", "").strip() or "main",
         "max_steps": os.environ.get("PTLM_MAX_STEPS") or None,
         "notebook_timeout": args.notebook_timeout,
+        "deadline": args.deadline,
         "chapters": [],
     }
+    deadline_at = time.monotonic() + args.deadline if args.deadline else math.inf
+
+    def cut(record: dict, nt: float) -> dict:
+        """Mark a notebook stopped by the deadline rather than by its own limit."""
+        if record["status"] == "timeout" and nt < (args.notebook_timeout or math.inf):
+            record["stopped_by_deadline"] = True
+        return record
+
+    def limit() -> float | None:
+        """This notebook's limit: --notebook-timeout, cut to what is left before the
+        deadline; None: too little is left to start one."""
+        left = deadline_at - time.monotonic()
+        if left < DEADLINE_MIN_START:
+            return None
+        return min(args.notebook_timeout or math.inf, left)
 
     def done(record: dict) -> None:
         print(
@@ -1157,19 +1191,35 @@ def main(argv=None) -> int:
     if args.jobs == 1:
         records = []
         for path, _ in todo:
+            nt = limit()
+            if nt is None:
+                print(f"chapter_times: {rel(path)} not started (deadline)", flush=True)
+                records.append(None)
+                continue
             print(f"chapter_times: {rel(path)} ...", flush=True)
-            records.append(
-                run_notebook(path, args.timeout, args.scale, args.notebook_timeout)
+            record = run_notebook(
+                path, args.timeout, args.scale, None if nt == math.inf else nt
             )
+            records.append(cut(record, nt))
             done(records[-1])
     else:
         options = ["--timeout", str(args.timeout)]
         if args.scale:
             options += ["--scale", args.scale]
-        if args.notebook_timeout:
-            options += ["--notebook-timeout", str(args.notebook_timeout)]
-        # the notebook's own limit, plus time to start and stop a kernel
-        hard = args.notebook_timeout + 300 if args.notebook_timeout else None
+
+        def one(path: pathlib.Path) -> dict | None:
+            nt = limit()
+            if nt is None:
+                print(f"chapter_times: {rel(path)} not started (deadline)", flush=True)
+                return None
+            if nt == math.inf:
+                return _run_one_in_a_process(path, options, None, tmp)
+            # the notebook's own limit, plus time to start and stop a kernel (less
+            # when a deadline is near: it is a deadline)
+            hard = nt + (90 if args.deadline else 300)
+            opts = [*options, "--notebook-timeout", f"{nt:.0f}"]
+            return cut(_run_one_in_a_process(path, opts, hard, tmp), nt)
+
         with (
             tempfile.TemporaryDirectory(prefix="chapter_times_") as tmp,
             concurrent.futures.ThreadPoolExecutor(args.jobs) as pool,
@@ -1177,12 +1227,14 @@ def main(argv=None) -> int:
             futures = []
             for path, _ in todo:
                 print(f"chapter_times: {rel(path)} queued", flush=True)
-                futures.append(
-                    pool.submit(_run_one_in_a_process, path, options, hard, tmp)
+                futures.append(pool.submit(one, path))
+                futures[-1].add_done_callback(
+                    lambda f: f.result() is not None and done(f.result())
                 )
-                futures[-1].add_done_callback(lambda f: done(f.result()))
             records = [f.result() for f in futures]
     for (_, in_toc), record in zip(todo, records):
+        if record is None:  # not started before the deadline
+            continue
         if in_toc is not None:
             record["in_toc"] = in_toc
         result["chapters"].append(record)

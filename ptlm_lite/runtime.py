@@ -158,6 +158,19 @@ def capped_sizes(sizes: dict, shrink, to: int = 8) -> dict:
     return out
 
 
+_CUDA_PEAK = [0]  # the highest peak a Timer reset (bytes): see cuda_peak_mb
+
+
+def cuda_peak_mb() -> float | None:
+    """This process's peak GPU memory in MB (``torch.cuda.max_memory_allocated``,
+    counting the peaks that :class:`Timer` blocks reset); None without a CUDA GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return max(_CUDA_PEAK[0], torch.cuda.max_memory_allocated()) / 2**20
+
+
 class Timer(dict):
     """Wall and CPU seconds (and, on a GPU, its peak memory) per named part of a
     chapter: ``TIMES = P.Timer()``, then ``with TIMES("pre-training"): ...``;
@@ -178,6 +191,7 @@ class Timer(dict):
         cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
         if cuda:
             torch.cuda.synchronize()
+            _CUDA_PEAK[0] = max(_CUDA_PEAK[0], torch.cuda.max_memory_allocated())
             torch.cuda.reset_peak_memory_stats()
         wall, cpu = time.perf_counter(), time.process_time()
         yield self

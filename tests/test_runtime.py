@@ -91,3 +91,38 @@ def test_timer_records_wall_and_cpu_seconds():
     with pytest.raises(TypeError, match="name"):
         with T(""):
             pass
+
+
+def test_timer_blocks_do_not_hide_the_process_peak_gpu_memory(monkeypatch):
+    """P.Timer resets CUDA's peak-memory counter to give each block its own peak;
+    benchmarks/chapter_times.py read that counter as the notebook's peak, so a chapter
+    that used 2.8 GB before its last timed block was recorded with 65 MB (an H200 run,
+    2026-11-27). runtime.cuda_peak_mb keeps the highest peak a Timer reset. (A fake
+    CUDA: the machines that run the tests have no GPU.)"""
+    import torch
+
+    import ptlm_lite as P
+    from ptlm_lite import runtime
+
+    state = {"peak": 0}
+
+    def alloc(n):
+        state["peak"] = max(state["peak"], n)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: state["peak"])
+    monkeypatch.setattr(
+        torch.cuda, "reset_peak_memory_stats", lambda: state.update(peak=0)
+    )
+    monkeypatch.setattr(runtime, "_CUDA_PEAK", [0])
+    T = P.Timer()
+    with T("big"):
+        alloc(3000 * 2**20)
+    with T("small"):
+        alloc(65 * 2**20)
+    assert T["big"]["GPU peak MB"] == 3000 and T["small"]["GPU peak MB"] == 65
+    assert runtime.cuda_peak_mb() == 3000
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert runtime.cuda_peak_mb() is None

@@ -316,3 +316,44 @@ def test_the_timings_page_marks_rows_of_an_older_chapter():
         assert ("the chapter has changed since" in text) == stale, recorded
         assert ("1 of the 1 rows measured an older version" in text) == stale
         assert "2026-11-26, AVX2" in text
+
+
+def test_a_deadline_starts_no_notebook_too_late_and_cuts_the_others(
+    tmp_path, monkeypatch
+):
+    """``--deadline`` (a GPU session's fixed device time): a notebook whose run would
+    start with less than DEADLINE_MIN_START seconds left is left out of the results, not
+    recorded as run; one started gets the time left as its limit, and a timeout under
+    that cut is recorded as stopped by the deadline, and the page says so."""
+    seen, clock = [], [0.0]
+
+    def fake_run(path, timeout, scale=None, notebook_timeout=None):
+        seen.append((C.rel(path), notebook_timeout))
+        clock[0] += 50.0  # each notebook takes 50 s of the deadline
+        return {"file": C.rel(path), "title": "", "status": "timeout",
+                "seconds": 50.0, "peak_rss_mb": None, "verdicts": []}  # fmt: skip
+
+    monkeypatch.setattr(C, "run_notebook", fake_run)
+    monkeypatch.setattr(C.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(C, "table", lambda result: "")
+    out = tmp_path / "small.json"
+    books = [C.ROOT / "book" / f for f in ("widgets.ipynb", "replication.ipynb")]
+    argv = [*map(str, books), "--deadline", "90", "--notebook-timeout", "600"]
+    C.main([*argv, "--json", str(out), "--no-page"])
+    # the first ran with the 90 s left (< its own 600 s); 40 s were left for the second
+    assert seen == [("book/widgets.ipynb", 90.0)]
+    result = json.loads(out.read_text())
+    assert [c["file"] for c in result["chapters"]] == ["book/widgets.ipynb"]
+    assert result["chapters"][0]["stopped_by_deadline"] is True
+    assert result["deadline"] == 90.0
+    status = C._small_status(result["chapters"][0])
+    assert status == "stopped unfinished after 50 s (the run's deadline)"
+    # without a deadline the notebook's own limit stands and a timeout is a timeout
+    seen.clear()
+    C.main(
+        [str(books[0]), "--notebook-timeout", "600", "--json", str(out), "--no-page"]
+    )
+    assert seen == [("book/widgets.ipynb", 600.0)]
+    record = json.loads(out.read_text())["chapters"][0]
+    assert "stopped_by_deadline" not in record
+    assert C._small_status(record) == "timed out after 50 s"
