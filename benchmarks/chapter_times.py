@@ -1118,6 +1118,21 @@ def main(argv=None) -> int:
         "run again (a GPU session can run a few chapters at a time)",
     )
     ap.add_argument(
+        "--merge-from",
+        type=pathlib.Path,
+        default=None,
+        metavar="JSON",
+        help="run nothing: merge the results a run wrote elsewhere (a GPU machine's "
+        f"JSON, fetched here) into {OUT_SMALL.relative_to(ROOT)} (or --json), as "
+        "--merge would have, and rewrite the scales page",
+    )
+    ap.add_argument(
+        "--note",
+        default=None,
+        help="with --merge-from: a sentence about that run, kept with it and shown on "
+        "the scales page",
+    )
+    ap.add_argument(
         "--no-page",
         action="store_true",
         help=f"do not rewrite {PAGE.relative_to(ROOT)} (or, after a small run, "
@@ -1141,6 +1156,20 @@ def main(argv=None) -> int:
     if args.page_only:
         write_page(json.loads(OUT.read_text()))
         print(f"wrote {PAGE.relative_to(ROOT)} from {OUT.relative_to(ROOT)}")
+        return 0
+    if args.merge_from:
+        out = args.out or OUT_SMALL
+        new = json.loads(args.merge_from.read_text())
+        if args.note:
+            new["note"] = args.note
+        merged = merge(load_small(out), new)
+        out.write_text(json.dumps(merged, indent=1) + "\n")
+        print(
+            f"merged {len(new['chapters'])} records from {args.merge_from} into {out}"
+        )
+        if not args.no_page:
+            write_scales_page(small=out)
+            print(f"wrote {SCALES_PAGE.relative_to(ROOT)}")
         return 0
     if args.scales_page:
         write_scales_page(small=args.out or OUT_SMALL)

@@ -357,3 +357,24 @@ def test_a_deadline_starts_no_notebook_too_late_and_cuts_the_others(
     record = json.loads(out.read_text())["chapters"][0]
     assert "stopped_by_deadline" not in record
     assert C._small_status(record) == "timed out after 50 s"
+
+
+def test_merge_from_adds_a_fetched_run_to_the_small_record(tmp_path, monkeypatch):
+    """A GPU session fetches the JSON its run wrote there; --merge-from merges it into
+    the small record (as --merge would have there) with a note, and writes no page with
+    --no-page."""
+    record, fetched = tmp_path / "small.json", tmp_path / "fetched.json"
+    record.write_text(json.dumps(SMALL))
+    later = dict(
+        SMALL,
+        date="2030-02-03 04:05 UTC",
+        chapters=[_record("chapters/beta.ipynb", "Beta", "ok", 99.0, [])],
+    )
+    fetched.write_text(json.dumps(later))
+    argv = ["--merge-from", str(fetched), "--json", str(record), "--no-page"]
+    assert C.main([*argv, "--note", "three at a time"]) == 0
+    merged = json.loads(record.read_text())
+    assert [r["date"] for r in merged["runs"]] == [SMALL["date"], later["date"]]
+    assert merged["runs"][1]["note"] == "three at a time"
+    beta = next(c for c in merged["chapters"] if c["file"] == "chapters/beta.ipynb")
+    assert beta["status"] == "ok" and beta["run"] == 1

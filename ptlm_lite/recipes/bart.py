@@ -27,6 +27,7 @@ import torch
 from .. import noising, seq2seq
 from ..bart import Bart
 from ..config import preset
+from ..device import device_of, scores_on_device
 from ..seq2seq import Pair
 from . import bert as bert_recipe
 
@@ -159,6 +160,7 @@ def finetune(
     return train(model, batch, steps=steps, seed=seed, **kw)
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def summarise(model, tok, pairs, *, max_src: int = 64, max_new_tokens: int = 24):
     """Greedy summaries (text) of ``pairs``' documents, in one batch."""
@@ -166,7 +168,7 @@ def summarise(model, tok, pairs, *, max_src: int = 64, max_new_tokens: int = 24)
     src = seq2seq.collate(pairs, max_src=max_src, max_tgt=2, **_ids(tok))["src"]
     out = seq2seq.greedy(
         model.eval(),
-        src,
+        src.to(device_of(model)),
         bos_id=s["bos"],
         eos_id=s["eos"],
         max_new_tokens=max_new_tokens,

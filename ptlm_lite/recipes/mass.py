@@ -21,6 +21,7 @@ import torch
 
 from .. import seq2seq
 from ..config import preset
+from ..device import device_of, scores_on_device
 from ..mass import MASS, fragment_start, mass_noise
 from . import bert as bert_recipe
 
@@ -148,13 +149,18 @@ def finetune_summaries(model, train_batch: dict, *, steps: int, seed: int = 0, *
     return finetune(model, train_batch, steps, seed=seed, **kw)
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def summarise(model, tok, src: torch.Tensor, max_new_tokens: int = 30) -> list[str]:
     """Greedy summaries (:func:`ptlm_lite.seq2seq.greedy`, cached) of a batch of
     sources, as text cut at [EOS]."""
     s = tok.special_ids
     out = seq2seq.greedy(
-        model, src, bos_id=s["bos"], eos_id=s["eos"], max_new_tokens=max_new_tokens
+        model,
+        src.to(device_of(model)),
+        bos_id=s["bos"],
+        eos_id=s["eos"],
+        max_new_tokens=max_new_tokens,
     )
     texts = []
     for row in out.tolist():

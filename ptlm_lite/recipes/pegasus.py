@@ -28,6 +28,7 @@ import torch
 
 from .. import seq2seq
 from ..config import preset
+from ..device import device_of, scores_on_device
 from ..pegasus import Pegasus, gap_sentences
 from ..train import train
 
@@ -176,6 +177,7 @@ def finetune(
     )  # fmt: skip
 
 
+@scores_on_device  # on the GPU if there is one
 def summarise(model, tok, pairs, *, max_new_tokens: int = 24, batch_size: int = 64):
     """Greedy summaries (the house's cached :func:`~ptlm_lite.seq2seq.greedy`) of the
     pairs' sources, as text."""
@@ -186,7 +188,7 @@ def summarise(model, tok, pairs, *, max_new_tokens: int = 24, batch_size: int = 
             pairs[i : i + batch_size], max_src=model.config.max_len, max_tgt=2, **ids
         )["src"]
         gen = seq2seq.greedy(
-            model, src, bos_id=ids["bos_id"], eos_id=ids["eos_id"],
+            model, src.to(device_of(model)), bos_id=ids["bos_id"], eos_id=ids["eos_id"],
             max_new_tokens=max_new_tokens,
         )  # fmt: skip
         for row in gen.tolist():

@@ -25,6 +25,7 @@ import torch
 
 from .. import flops, seq2seq
 from ..config import preset
+from ..device import device_of, scores_on_device
 from ..t5 import T5, bert_style, span_corruption
 
 __all__ = [
@@ -159,6 +160,7 @@ def finetune(
     return train(model, batches, steps=steps, **kw)
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def write(
     model, tok, pairs, max_new_tokens: int = 48, batch_size: int = 64
@@ -174,7 +176,7 @@ def write(
         )["src"]  # fmt: skip
         gen = seq2seq.greedy(
             model,
-            src,
+            src.to(device_of(model)),
             bos_id=ids["bos"],
             eos_id=ids["eos"],
             max_new_tokens=max_new_tokens,

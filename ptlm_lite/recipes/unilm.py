@@ -24,6 +24,7 @@ import torch
 
 from ..config import preset
 from ..corrupt import nsp_pairs, pack_pairs
+from ..device import device_of, scores_on_device
 from ..unilm import OBJECTIVES, UniLM
 from . import bert as bert_recipe
 
@@ -135,6 +136,7 @@ def generation_pairs(tok, n: int, max_len: int = 32, seed: int = 0) -> dict:
     )
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def next_token_hits(model, batch: dict, mask_id: int) -> np.ndarray:
     """Per example of ``batch`` (:func:`generation_pairs`): the share of B's tokens
@@ -142,11 +144,12 @@ def next_token_hits(model, batch: dict, mask_id: int) -> np.ndarray:
     before are right: B's k-th token is replaced by ``[MASK]`` and predicted under the
     seq2seq mask (it sees A and B's first k-1 tokens), for every k."""
     model.eval()
-    ids, seg, valid = batch["ids"], batch["segments"], batch["valid"]
+    dev = device_of(model)
+    ids, seg, valid = (batch[k].to(dev) for k in ("ids", "segments", "valid"))
     target = (seg == 1) & valid  # (B, T)
     start = target.int().argmax(1)  # (B,): where B begins
-    hits = torch.zeros(ids.shape, dtype=torch.float)
-    rows = torch.arange(len(ids))
+    hits = torch.zeros(ids.shape, dtype=torch.float, device=dev)
+    rows = torch.arange(len(ids), device=dev)
     for k in range(int(target.sum(1).max())):
         pos = (start + k).clamp(max=ids.shape[1] - 1)
         here = target[rows, pos]  # rows whose B is longer than k
@@ -155,9 +158,10 @@ def next_token_hits(model, batch: dict, mask_id: int) -> np.ndarray:
         logits = model(probe, seg, valid, objective="seq2seq").logits  # (B, T, V)
         right = logits[rows, pos].argmax(-1) == ids[rows, pos]
         hits[rows[here], pos[here]] = right[here].float()
-    return ((hits * target).sum(1) / target.sum(1)).numpy()
+    return ((hits * target).sum(1) / target.sum(1)).cpu().numpy()
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def slot_cloze(model, tok, examples) -> np.ndarray:
     """Zero-shot understanding, 1/0 per example of slot_filler (``suite``): is the
@@ -170,10 +174,11 @@ def slot_cloze(model, tok, examples) -> np.ndarray:
         for e in examples
     ]
     T = max(map(len, rows))
-    ids = torch.tensor([r + [s["pad"]] * (T - len(r)) for r in rows])
+    dev = device_of(model)
+    ids = torch.tensor([r + [s["pad"]] * (T - len(r)) for r in rows], device=dev)
     logits = model(ids, objective="bidirectional").logits  # (N, T, V)
     at = logits[ids == s["mask"]]  # (N, V): one [MASK] per row
-    first = torch.tensor([[tok.encode(w)[0] for w in e["endings"]] for e in examples])
-    label = torch.tensor([e["label"] for e in examples])
-    scores = at.gather(1, first)  # (N, 2)
-    return (scores.argmax(1) == label).float().numpy()
+    first = [[tok.encode(w)[0] for w in e["endings"]] for e in examples]
+    label = torch.tensor([e["label"] for e in examples], device=dev)
+    scores = at.gather(1, torch.tensor(first, device=dev))  # (N, 2)
+    return (scores.argmax(1) == label).float().cpu().numpy()
