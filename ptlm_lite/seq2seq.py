@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 from .checks import check_generator
+from .device import device_of
 from .output import IGNORE
 
 __all__ = [
@@ -200,10 +201,10 @@ def greedy(model, src, *, bos_id: int, eos_id: int, max_new_tokens: int | None =
     """The most likely token at each step until EOS. Returns (B, T) ids without BOS,
     padded (``pad_id``) after each row's EOS. The source is encoded once; the decoder
     runs on the newest token only, its keys and values cached (equal to re-running the
-    whole prefix: a test checks)."""
+    whole prefix: a test checks). ``src`` is moved to wherever the model is."""
     n = _check_decoding(model, src, bos_id, eos_id, max_new_tokens)
     model.eval()
-    return model.generate(src, bos_id, eos_id, max_new_tokens=n)
+    return model.generate(src.to(device_of(model)), bos_id, eos_id, max_new_tokens=n)
 
 
 def _reorder(cache: list, rows: torch.Tensor) -> None:
@@ -240,6 +241,7 @@ def beam_search(
     if not isinstance(length_penalty, (int, float)) or isinstance(length_penalty, bool):
         raise TypeError(f"length_penalty must be a number, got {length_penalty!r}")
     model.eval()
+    src = src.to(device_of(model))  # decoded wherever the model is
     B, K, V = src.shape[0], beams, model.config.vocab_size
     pad = model.config.pad_id
     memory, src_valid, _ = model.encode(src.repeat_interleave(K, dim=0))

@@ -27,7 +27,7 @@ import torch
 from .. import noising, seq2seq
 from ..bart import Bart
 from ..config import preset
-from ..device import device_of, scores_on_device
+from ..device import scores_on_device
 from ..seq2seq import Pair
 from . import bert as bert_recipe
 
@@ -168,7 +168,7 @@ def summarise(model, tok, pairs, *, max_src: int = 64, max_new_tokens: int = 24)
     src = seq2seq.collate(pairs, max_src=max_src, max_tgt=2, **_ids(tok))["src"]
     out = seq2seq.greedy(
         model.eval(),
-        src.to(device_of(model)),
+        src,
         bos_id=s["bos"],
         eos_id=s["eos"],
         max_new_tokens=max_new_tokens,

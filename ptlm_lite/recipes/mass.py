@@ -21,7 +21,7 @@ import torch
 
 from .. import seq2seq
 from ..config import preset
-from ..device import device_of, scores_on_device
+from ..device import scores_on_device
 from ..mass import MASS, fragment_start, mass_noise
 from . import bert as bert_recipe
 
@@ -156,11 +156,7 @@ def summarise(model, tok, src: torch.Tensor, max_new_tokens: int = 30) -> list[s
     sources, as text cut at [EOS]."""
     s = tok.special_ids
     out = seq2seq.greedy(
-        model,
-        src.to(device_of(model)),
-        bos_id=s["bos"],
-        eos_id=s["eos"],
-        max_new_tokens=max_new_tokens,
+        model, src, bos_id=s["bos"], eos_id=s["eos"], max_new_tokens=max_new_tokens
     )
     texts = []
     for row in out.tolist():

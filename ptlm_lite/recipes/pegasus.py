@@ -28,7 +28,7 @@ import torch
 
 from .. import seq2seq
 from ..config import preset
-from ..device import device_of, scores_on_device
+from ..device import scores_on_device
 from ..pegasus import Pegasus, gap_sentences
 from ..train import train
 
@@ -188,7 +188,7 @@ def summarise(model, tok, pairs, *, max_new_tokens: int = 24, batch_size: int = 
             pairs[i : i + batch_size], max_src=model.config.max_len, max_tgt=2, **ids
         )["src"]
         gen = seq2seq.greedy(
-            model, src.to(device_of(model)), bos_id=ids["bos_id"], eos_id=ids["eos_id"],
+            model, src, bos_id=ids["bos_id"], eos_id=ids["eos_id"],
             max_new_tokens=max_new_tokens,
         )  # fmt: skip
         for row in gen.tolist():

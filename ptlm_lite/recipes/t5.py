@@ -25,7 +25,7 @@ import torch
 
 from .. import flops, seq2seq
 from ..config import preset
-from ..device import device_of, scores_on_device
+from ..device import scores_on_device
 from ..t5 import T5, bert_style, span_corruption
 
 __all__ = [
@@ -176,7 +176,7 @@ def write(
         )["src"]  # fmt: skip
         gen = seq2seq.greedy(
             model,
-            src.to(device_of(model)),
+            src,
             bos_id=ids["bos"],
             eos_id=ids["eos"],
             max_new_tokens=max_new_tokens,
