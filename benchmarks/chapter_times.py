@@ -20,7 +20,9 @@ the cores unless that variable is set.
 Recorded per notebook: wall time of all cells (kernel start-up excluded), peak resident
 memory of the kernel process (``VmHWM`` from ``/proc/<pid>/status``, read just before
 the kernel shuts down; ``ru_maxrss`` of the children where /proc does not exist), the
-load average, every verdict it printed (:mod:`ptlm_lite.verdict` logs them to
+load average, the machine's speed just before it (:func:`reference_step_ms`: one
+training step of the tiny BERT, in ms; the same chapter's seconds compare between two
+runs only beside it), every verdict it printed (:mod:`ptlm_lite.verdict` logs them to
 ``$PTLM_VERDICT_LOG``, as for ``scripts/execute.py``), and, asked of the kernel after
 its last cell, the ``SCALE`` it ran with, the device ``ptlm_lite.train.auto_device()``
 picks there and the peak GPU memory (``ptlm_lite.runtime.cuda_peak_mb``; None without
@@ -277,6 +279,48 @@ def _started_kernel(client, record: dict):
         return
 
 
+def reference_step_ms(steps: int = 30, threads: int | None = None) -> float:
+    """How fast this machine is just now: the mean wall time of one training step of
+    the book's tiny BERT (24 pairs of 32 tokens, the MLM loss on ~15% of them plus NSP,
+    fused AdamW), in milliseconds, on the threads a chapter gets, after 5 warm-up
+    steps. Timed just before each notebook, in this process: the same chapter's
+    seconds differ by 20-40% between hours on one cloud machine (benchmarks/README.md),
+    and this number says which hour it was, so that two runs compare (their ratio)."""
+    import torch
+
+    from ptlm_lite.bert import BertForPreTraining
+    from ptlm_lite.config import preset
+    from ptlm_lite.train import adamw
+
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or _chapter_threads())
+    try:
+        g = torch.Generator().manual_seed(0)
+        model = BertForPreTraining(preset("bert-tiny", vocab_size=1024), seed=0)
+        opt = adamw(model.parameters(), lr=1e-3)
+        ids = torch.randint(7, 1024, (24, 32), generator=g)
+        targets = torch.where(torch.rand(24, 32, generator=g) < 0.15, ids, -100)
+        targets[:, 1] = ids[:, 1]  # at least one target per row
+        labels = torch.randint(0, 2, (24,), generator=g)
+
+        def step():
+            loss = model(ids, targets=targets, nsp_labels=labels).loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+
+        for _ in range(5):
+            step()
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return round((time.perf_counter() - start) * 1000 / steps, 2)
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_notebook(
     path: pathlib.Path,
     timeout: int,
@@ -328,6 +372,7 @@ def run_notebook(
         startup_timeout=KERNEL_STARTUP_TIMEOUT,
     )
     record["load_average_start"] = load_average()
+    record["reference_step_ms"] = reference_step_ms()  # the machine's speed just now
     record.update(scale=None, device=None, cuda_peak_mb=None)
     try:
         client.reset_execution_trackers()
@@ -524,9 +569,9 @@ def gpu() -> dict:
 
 
 def table(result: dict) -> str:
-    rows = [("notebook", "title", "seconds", "peak MB", "load", "status")]
+    rows = [("notebook", "title", "seconds", "peak MB", "load", "ref ms", "status")]
     for r in result["chapters"]:
-        load = r.get("load_average_start")
+        load, ref = r.get("load_average_start"), r.get("reference_step_ms")
         rows.append(
             (
                 r["file"],
@@ -534,13 +579,14 @@ def table(result: dict) -> str:
                 f"{r['seconds']:.1f}",
                 str(r["peak_rss_mb"]),
                 f"{load[0]:.1f}" if load else "-",
+                f"{ref:.1f}" if ref else "-",
                 r["status"] + ("" if r.get("in_toc", True) else " (not in _toc)"),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
         "  ".join(
-            c.ljust(w) if i < 2 or i == 5 else c.rjust(w)
+            c.ljust(w) if i < 2 or i == 6 else c.rjust(w)
             for i, (c, w) in enumerate(zip(row, widths))
         )
         for row in rows
@@ -562,7 +608,11 @@ A chapter that starts from another chapter's model (say, fine-tuning the pre-tra
 that model first when the cache is empty, and its time includes it. Run the same chapter a second
 time and the cached model makes it faster. Times on a busy machine are longer: the load average
 (the number of processes wanting a CPU, averaged over the minute before each chapter started) is
-in the table; on 2 cores, anything above 2 means the chapter shared its CPU.
+in the table; on 2 cores, anything above 2 means the chapter shared its CPU. So is the machine's
+speed at that moment: the *reference step*, one training step of the book's tiny BERT, timed just
+before each chapter (`reference_step_ms` in `benchmarks/chapter_times.py`). The same chapter took
+20-40% longer in some hours than in others on one cloud machine; a chapter's seconds compare
+between two runs only together with their reference steps.
 
 Precision: on a CPU every model trains and is scored in fp32. On a GPU, `train` (one switch:
 `precision=`, default `"auto"`) autocasts to bf16 on a card that has it, for models of at least
@@ -587,8 +637,11 @@ def page(result: dict) -> str:
     m = result["machine"]
     runs = result.get("runs") or [result]
     rows = [
-        "| chapter | notebook | seconds | peak memory (MB) | load average | measured |",
-        "|:---|:---|---:|---:|---:|:---|",
+        (
+            "| chapter | notebook | seconds | peak memory (MB) | load average "
+            "| reference step (ms) | measured |"
+        ),
+        "|:---|:---|---:|---:|---:|---:|:---|",
     ]
     shown = [c for c in result["chapters"] if (ROOT / c["file"]).exists()]
     stale = 0
@@ -601,6 +654,8 @@ def page(result: dict) -> str:
         if c.get("in_toc", True):
             name = f"[{name}](../{c['file']})"
         peak = f"{c['peak_rss_mb']:,}" if c.get("peak_rss_mb") is not None else "-"
+        ref = c.get("reference_step_ms")
+        ref = f"{ref:.1f}" if ref else "-"
         run = runs[min(c.get("run", 0), len(runs) - 1)]
         when = f"{run['date'][:10]}, {run['machine'].get('cpu_capability') or '?'}"
         if outdated(c, c["file"]):
@@ -608,7 +663,7 @@ def page(result: dict) -> str:
             stale += 1
         rows.append(
             f"| {name}{status} | `{c['file']}` | {c['seconds']:.0f} | {peak} | {load} "
-            f"| {when} |"
+            f"| {ref} | {when} |"
         )
     total = sum(c["seconds"] for c in shown)
     machine_line = (
@@ -1218,7 +1273,8 @@ def main(argv=None) -> int:
         print(
             f"chapter_times: {record['file']} {record['status']} in "
             f"{record['seconds']:.1f} s, peak {record['peak_rss_mb']} MB, "
-            f"{len(record.get('verdicts', []))} verdicts",
+            f"{len(record.get('verdicts', []))} verdicts, reference step "
+            f"{record.get('reference_step_ms') or '-'} ms",
             flush=True,
         )
 

@@ -73,8 +73,35 @@ def test_chapter_times_runs_a_notebook_without_writing_it(tmp_path):
     assert record["status"] == "ok", record
     assert record["title"] == "A toy chapter" and record["seconds"] >= 0
     assert record["peak_rss_mb"] is None or record["peak_rss_mb"] >= 50
+    # the machine's speed, timed just before the notebook: a BERT-tiny step takes
+    # milliseconds, not microseconds or seconds
+    assert 1 < record["reference_step_ms"] < 1000, record["reference_step_ms"]
     text = chapter_times.table({"chapters": [record]})
     assert "A toy chapter" in text and "peak MB" in text
+    assert f"{record['reference_step_ms']:.1f}" in text
+
+
+def test_chapter_times_page_shows_the_reference_step(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import chapter_times
+
+    record = {"file": "chapters/gpt.ipynb", "title": "GPT", "status": "ok",
+              "seconds": 30.0, "peak_rss_mb": 700, "load_average_start": [1.0],
+              "reference_step_ms": 19.25}  # fmt: skip
+    old = dict(record, file="chapters/bert.ipynb", title="BERT")
+    del old["reference_step_ms"]  # a record from before the reference step: "-"
+    machine = {"cpu": "x", "cores": 2, "memory_gib": 1, "platform": "Linux-x",
+               "python": "3", "torch": "2", "torch_threads": 1,
+               "cpu_capability": "AVX2"}  # fmt: skip
+    result = {"date": "2026-11-27", "machine": machine, "scale": "tiny",
+              "chapters": [record, old]}  # fmt: skip
+    text = chapter_times.page(result)
+    assert "| reference step (ms) |" in text
+    rows = [line for line in text.splitlines() if "`chapters/" in line]
+    assert "| 19.2 |" in rows[0] or "| 19.3 |" in rows[0], rows[0]
+    assert "| - |" in rows[1], rows[1]
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        chapter_times.reference_step_ms(steps=0)
 
 
 def test_the_speed_tricks_in_attention_keep_the_outputs():
