@@ -279,11 +279,12 @@ def _started_kernel(client, record: dict):
         return
 
 
-def reference_step_ms(steps: int = 30, threads: int | None = None) -> float:
-    """How fast this machine is just now: the mean wall time of one training step of
+def reference_step_ms(steps: int = 40, threads: int | None = None) -> float:
+    """How fast this machine is just now: the median wall time of one training step of
     the book's tiny BERT (24 pairs of 32 tokens, the MLM loss on ~15% of them plus NSP,
-    fused AdamW), in milliseconds, on the threads a chapter gets, after 5 warm-up
-    steps. Timed just before each notebook, in this process: the same chapter's
+    fused AdamW) over ``steps`` steps, in milliseconds, on the threads a chapter gets,
+    after 5 warm-up steps (the median: one step held up by something else does not
+    move it). Timed just before each notebook, in this process: the same chapter's
     seconds differ by 20-40% between hours on one cloud machine (benchmarks/README.md),
     and this number says which hour it was, so that two runs compare (their ratio)."""
     import torch
@@ -313,10 +314,12 @@ def reference_step_ms(steps: int = 30, threads: int | None = None) -> float:
 
         for _ in range(5):
             step()
-        start = time.perf_counter()
+        times = []
         for _ in range(steps):
+            start = time.perf_counter()
             step()
-        return round((time.perf_counter() - start) * 1000 / steps, 2)
+            times.append(time.perf_counter() - start)
+        return round(sorted(times)[steps // 2] * 1000, 2)
     finally:
         torch.set_num_threads(before)
 
