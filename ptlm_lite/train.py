@@ -445,6 +445,7 @@ def train(
 
         start = time.perf_counter()
         model.train()
+        params = list(model.parameters())  # once: walking the modules every step costs
         for step in range(1, steps + 1):
             batch = to_device(get_batch(step), device)
             # the first call compiles: timed apart, eager if it fails
@@ -476,9 +477,7 @@ def train(
                 )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            gn = torch.nn.utils.clip_grad_norm_(
-                model.parameters(), clip if clip else float("inf")
-            )
+            gn = torch.nn.utils.clip_grad_norm_(params, clip if clip else float("inf"))
             optimizer.step()
             pending.append((step, loss.detach(), gn.detach()))
             hist.lrs.append(optimizer.param_groups[0]["lr"])

@@ -5,15 +5,16 @@
     mask_emb at every position ──► g (query) ─┴► keys/values always from h
     g at the predicted positions ──► logits of x_{z_t}
 
-Three things are new, and each is a mask or a second call of the one attention:
+Three things are new, and each is a mask or more query rows of the one attention:
 
 1. **Permutation LM.** Pick an order z and predict x_{z_t} from x_{z<t}. Any order is
    allowed (T! of them), the tokens stay where they are: only the mask changes. The
    content stream at z_t may see z_≤t (itself included); the query stream only z_<t.
 2. **Two streams.** g at position z_t knows *where* it predicts (relative positions of
    its queries) but not *what* is there (it starts from one learned vector); h knows
-   both and is what the other positions read. Both streams call the same attention
-   module with the same keys and values [memory ; h]; only the queries and masks differ.
+   both and is what the other positions read. Both streams go through the same
+   attention module, in one call (their rows stacked), with the same keys and values
+   [memory ; h]; only the queries and masks differ.
 3. **Partial prediction.** Only the last T/K positions of each order are predicted:
    they have a long context; the first ones would be guessed from almost nothing.
    ``predict_at`` (XLNet's ``target_mapping``) runs g, and the last layer, only there.
@@ -136,11 +137,17 @@ class TwoStreamBlock(Block):
     """One XLNet layer run on both streams with the same weights (post-LN).
 
     ``forward(h, g, content_mask, query_mask, memory=None, at=None, content=True)``:
-    keys and values are [memory ; h] for both, projected once; h attends with
-    ``content_mask``, g with ``query_mask``. g may be None (content stream only:
-    fine-tuning, or MLM on the same network), or hold only some positions: ``at`` (B,
-    P), their places among the keys. ``content=False``: h's own update is skipped
-    (None), for a last layer whose h nobody reads.
+    keys and values are [memory ; h] for both; h attends with ``content_mask``, g with
+    ``query_mask``. g may be None (content stream only: fine-tuning, or MLM on the same
+    network), or hold only some positions: ``at`` (B, P), their places among the keys.
+    ``content=False``: h's own update is skipped (None), for a last layer whose h
+    nobody reads.
+
+    The two streams go through the layer as one: the rows of h, then those of g, each
+    with its own mask row and its own place among the keys. A row's result depends on
+    its query, its mask row and its place alone, so this is two calls' numbers (up to
+    float rounding) in half the calls (on the CPU, small models are bound by the
+    number of calls; measured in ``benchmarks/README.md``).
     """
 
     def forward(
@@ -148,15 +155,25 @@ class TwoStreamBlock(Block):
         content=True,
     ):  # fmt: skip
         kv = h if memory is None else torch.cat([memory, h], dim=1)
-        kw = {"return_weights": weights, "cache": {}}  # k, v of kv: projected once
-
-        def layer(x, mask, at=None):
-            f = lambda y: self.attn(y, kv, mask, at=at, **kw)
-            x, w = self.sublayer(x, self.ln1, f)
-            return self.sublayer(x, self.ln2, lambda y: (self.ff(y), None))[0], w
-
-        h2, w_h = layer(h, content_mask) if content else (None, None)
-        g2, w_g = (None, None) if g is None else layer(g, query_mask, at)
+        (B, T, _), Tk = h.shape, kv.shape[1]
+        x, mask, places = (h, content_mask, None) if content else (g, query_mask, at)
+        if content and g is not None:  # both: the rows of h, then those of g
+            here = torch.arange(Tk - T, Tk, device=h.device).expand(B, T)  # h's places
+            P = g.shape[1]
+            x = torch.cat([h, g], 1)  # (B, T + P, D)
+            mask = torch.cat(
+                [content_mask.expand(B, T, Tk), query_mask.expand(B, P, Tk)], 1
+            )
+            places = torch.cat([here, here if at is None else at], 1)
+        f = lambda y: self.attn(y, kv, mask, at=places, return_weights=weights)
+        x, w = self.sublayer(x, self.ln1, f)
+        x = self.sublayer(x, self.ln2, lambda y: (self.ff(y), None))[0]
+        if not content:
+            return None, x, (None, w)
+        if g is None:
+            return x, None, (w, None)
+        h2, g2 = x.split([T, P], 1)
+        w_h, w_g = (None, None) if w is None else w.split([T, P], 2)
         return h2, g2, (w_h, w_g)
 
 

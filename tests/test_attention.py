@@ -102,6 +102,32 @@ def test_bad_mask(mask, words):
     assert words in str(e.value)
 
 
+@pytest.mark.parametrize(
+    "bias, words",
+    [
+        (torch.zeros(5, 5, dtype=torch.bool), "pass boolean masks as mask="),
+        (torch.zeros(3, 5, 6), "does not broadcast to (B, H, Tq, Tk) = (2, 3, 5, 5)"),
+        (torch.zeros(4, 5, 5), "does not broadcast"),  # 4 heads, not 3
+        (torch.zeros(1, 2, 3, 5, 5), "does not broadcast"),  # five dimensions
+        ([[0.0]], "float tensor added to the logits"),
+    ],
+)
+def test_bad_bias(bias, words):
+    q, k, v = qkv()
+    with pytest.raises((TypeError, ValueError)) as e:
+        attention(q, k, v, bias=bias)
+    assert words in str(e.value)
+
+
+@pytest.mark.parametrize("shape", [(5,), (5, 5), (3, 1, 5), (2, 1, 1, 5), (2, 3, 5, 5)])
+def test_bias_that_broadcasts_is_accepted(shape):
+    q, k, v = qkv()
+    bias = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    out, w = attention(q, k, v, bias=bias, return_weights=True)
+    expected = ((q @ k.transpose(-1, -2)) / math.sqrt(8) + bias).softmax(-1)
+    torch.testing.assert_close(w, expected)
+
+
 def test_mha_heads_must_divide():
     with pytest.raises(ValueError, match="divisible by n_head"):
         MultiHeadAttention(10, 3)
