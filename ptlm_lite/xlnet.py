@@ -154,6 +154,10 @@ class TwoStreamBlock(Block):
         self, h, g, content_mask, query_mask, memory=None, weights=False, at=None,
         content=True,
     ):  # fmt: skip
+        if g is None and not content:
+            raise ValueError(
+                "g: give the query stream, or content=True (nothing to do)"
+            )
         kv = h if memory is None else torch.cat([memory, h], dim=1)
         (B, T, _), Tk = h.shape, kv.shape[1]
         x, mask, places = (h, content_mask, None) if content else (g, query_mask, at)

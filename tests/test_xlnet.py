@@ -136,6 +136,34 @@ def test_predict_at_gives_the_same_logits_as_every_position(model, two_stream):
         model(ids, order=order, two_stream=two_stream, predict_at=at[0])
 
 
+@pytest.mark.parametrize("memory", [0, 3])
+def test_both_streams_in_one_call_give_what_two_calls_give(model, memory):
+    # the block stacks h's rows and g's and attends once: a row's output depends on its
+    # query, its mask row and its place among the keys only, so each stream alone
+    # (content only; query only) gives the same numbers
+    block = model.blocks[0]
+    g = torch.Generator().manual_seed(7)
+    orders = sample_order(2, T, g)
+    content, query = permutation_masks(orders, memory)
+    at = partial_prediction(orders, 3).nonzero()[:, 1].view(2, -1)  # (2, P = 2)
+    h, q = torch.randn(2, T, 64, generator=g), torch.randn(2, 2, 64, generator=g)
+    mem = torch.randn(2, memory, 64, generator=g) if memory else None
+    query = query.gather(1, at[..., None].expand(-1, -1, memory + T))
+    with torch.no_grad():
+        h2, g2, (w_h, w_g) = block(h, q, content, query, mem, True, at + memory)
+        h_alone, none, (w_h1, _) = block(h, None, content, query, mem, True)
+        none2, g_alone, (_, w_g1) = block(h, q, content, query, mem, True,
+                                          at + memory, content=False)  # fmt: skip
+    assert none is None and none2 is None
+    torch.testing.assert_close(h2, h_alone, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(g2, g_alone, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(w_h, w_h1, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(w_g, w_g1, atol=1e-6, rtol=1e-5)
+    assert w_g.shape == (2, 4, 2, memory + T)  # (B, H, P, M + T)
+    with pytest.raises(ValueError, match="g: give the query stream"):
+        block(h, None, content, query, mem, content=False)
+
+
 def test_bad_input_names_the_argument(model):
     with pytest.raises(ValueError, match="order"):
         permutation_masks(torch.tensor([0, 0, 1]))
