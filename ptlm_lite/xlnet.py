@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import Dropout, check_mask
+from .attention import Dropout, attention, check_mask
 from .config import register_preset
 from .layers import Block, check_ids, init_weights
 from .masks import permutation_masks  # XLNet's two masks: the one function, in masks
@@ -108,6 +108,9 @@ class XLNetAttention(RelativeAttention):
     the queries elsewhere: XLNet's target mapping); d < 0 is a key after the query,
     which a bidirectional model may see. R_d = [sin(d·f) ; cos(d·f)], the layout of
     XLNet's released code (and Hugging Face's), for d from Tk - 1 down to 1 - Tk.
+
+    Terms (a) + (c) are one product, (q_i + u)ᵀk_j, made by the attention itself (the
+    query moved by u, as XLNet's code does); ``relative_bias`` is (b) + (d) alone.
     """
 
     at = None  # (B, Tq) or None: where this call's queries sit among the keys
@@ -120,17 +123,27 @@ class XLNetAttention(RelativeAttention):
             self.at = None  # no tensor kept on the module after the call
 
     def relative_bias(self, q, k):
+        """Terms (b) + (d), (q_i + v)ᵀ W_R R_d at d = a_i - j, divided by √d_head."""
         (B, H, Tq, dh), Tk = q.shape, k.shape[-2]
         R = _sinusoids(Tk, self.d_model, q.dtype, q.device)  # (2Tk-1, D)
         r = self.split(self.r(R)[None])[0]  # (H, 2Tk-1, dh)
-        c = torch.einsum("hd,bhkd->bhk", self.u, k)[:, :, None]  # (c): uᵀk_j
-        bd = (q + self.v[:, None]) @ r.transpose(-1, -2)  # (B, H, Tq, 2Tk-1)
+        bd = torch.einsum("bhqd,hkd->bhqk", q + self.v[:, None], r)  # (B, H, Tq, 2Tk-1)
         at = self.at
         if at is None:  # the queries are the last Tq keys
             at = torch.arange(Tk - Tq, Tk, device=q.device).expand(B, -1)
         col = (Tk - 1 - at)[..., None] + torch.arange(Tk, device=q.device)  # d at col
         bd = bd.gather(-1, col[:, None].expand(B, H, Tq, Tk))  # (b) + (d), by key
-        return (c + bd) / math.sqrt(dh)
+        return bd / math.sqrt(dh)
+
+    def attend(self, q, k, v, mask=None, bias=None, return_weights=False):
+        rel = self.relative_bias(q, k)
+        bias = rel if bias is None else bias + rel
+        qu = q + self.u[:, None]  # (a) + (c): (q + u)ᵀk in the attention's own product
+        return attention(
+            qu, k, v, mask=mask, bias=bias,
+            dropout=self.dropout if self.training else 0.0,
+            return_weights=return_weights,
+        )  # fmt: skip
 
 
 class TwoStreamBlock(Block):
