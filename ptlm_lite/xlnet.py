@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import Dropout, attention, check_mask
+from .attention import Dropout, MultiHeadAttention, check_mask
 from .config import register_preset
 from .layers import Block, check_ids, init_weights
 from .masks import permutation_masks  # XLNet's two masks: the one function, in masks
@@ -139,11 +139,8 @@ class XLNetAttention(RelativeAttention):
         rel = self.relative_bias(q, k)
         bias = rel if bias is None else bias + rel
         qu = q + self.u[:, None]  # (a) + (c): (q + u)ᵀk in the attention's own product
-        return attention(
-            qu, k, v, mask=mask, bias=bias,
-            dropout=self.dropout if self.training else 0.0,
-            return_weights=return_weights,
-        )  # fmt: skip
+        # the plain hook, not RelativeAttention's (which would add uᵀk to the bias)
+        return MultiHeadAttention.attend(self, qu, k, v, mask, bias, return_weights)
 
 
 class TwoStreamBlock(Block):
