@@ -181,11 +181,15 @@ def check_ids(ids, valid, vocab_size: int) -> None:
 
 def lm_targets(ids, valid=None) -> tuple[torch.Tensor, torch.Tensor]:
     """The two LMs' targets, (B, T) each: the forward LM at t predicts word t+1, the
-    backward LM word t-1; ``IGNORE`` where there is none (the ends, padding).
-    Chapter elmo."""
+    backward LM word t-1; ``IGNORE`` where there is none (the ends) and at every
+    padding position: the backward state there has read the whole sentence, the last
+    word included, so it must predict nothing. Chapter elmo."""
     keep = ids if valid is None else ids.masked_fill(~valid, IGNORE)
     pad = torch.full_like(ids[:, :1], IGNORE)
-    return torch.cat([keep[:, 1:], pad], 1), torch.cat([pad, keep[:, :-1]], 1)
+    nxt, prev = torch.cat([keep[:, 1:], pad], 1), torch.cat([pad, keep[:, :-1]], 1)
+    if valid is None:
+        return nxt, prev
+    return nxt.masked_fill(~valid, IGNORE), prev.masked_fill(~valid, IGNORE)
 
 
 class ELMo(nn.Module):

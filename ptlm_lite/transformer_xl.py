@@ -23,9 +23,10 @@ Two changes to GPT, each a hook on the one attention function (Dai et al., 2019)
               (a)       (b)                (c)      (d)
 
    (a) content–content, (b) content–position, (c) a global content bias u, (d) a global
-   position bias v; R are the sinusoids, W_R a learned projection. Everything but (a)
-   is an additive bias on the scores, so :class:`RelativeAttention` overrides ``attend``
-   and hands that bias to the shared :func:`~ptlm_lite.attention.attention`.
+   position bias v; R are the sinusoids, W_R a learned projection. (a) + (c) is one
+   product, (q_i + u)ᵀk_j; (b) + (d) is an additive bias on the scores. So
+   :class:`RelativeAttention` overrides ``attend``: it hands the shared
+   :func:`~ptlm_lite.attention.attention` the query moved by u, and that bias.
 
 Chapter: ``chapters/transformer_xl.ipynb``; the training and evaluation loops over
 segments are in :mod:`ptlm_lite.recipes.transformer_xl`.
@@ -91,9 +92,11 @@ class RelativeAttention(MultiHeadAttention):
     """Multi-head attention with Transformer-XL's relative positions, as a bias.
 
     Key j is ``i + (Tk - Tq) - j`` positions behind query i (the keys start with the
-    memory). Terms (b) + (d) are ``(q_i + v)ᵀ W_R R_d``, computed once per distance d
-    and then gathered at d = i - j: the same numbers as the paper's "shift" trick.
-    Future keys (d < 0) are given distance 0; a language model masks them anyway.
+    memory). Terms (a) + (c) are one product, ``(q_i + u)ᵀk_j``, made by the attention
+    itself (the query moved by u, as the paper's code does). Terms (b) + (d) are
+    ``(q_i + v)ᵀ W_R R_d``, computed once per distance d and then gathered at d = i - j:
+    the same numbers as the paper's "shift" trick; they reach the attention as its
+    bias. Future keys (d < 0) are given distance 0; a language model masks them anyway.
     u and v belong to each layer (the paper's code can share them across layers).
     """
 
@@ -105,22 +108,21 @@ class RelativeAttention(MultiHeadAttention):
         self.v = nn.Parameter(torch.zeros(n_head, d_head))  # global position bias
 
     def relative_bias(self, q, k):
-        """Terms (b) + (c) + (d) of the score, divided by √d_head as (a) will be."""
+        """Terms (b) + (d) of the score, divided by √d_head as (a) + (c) will be."""
         (B, H, Tq, dh), Tk = q.shape, k.shape[-2]
         R = sinusoidal_positions(Tk, self.d_model).to(q)  # (Tk, D): R_0 .. R_{Tk-1}
         r = self.split(self.r(R)[None])[0]  # (H, Tk, dh): W_R R_d, head by head
-        c = torch.einsum("hd,bhkd->bhk", self.u, k)[:, :, None]  # (B, H, 1, Tk)
         bd = (q + self.v[:, None]) @ r.transpose(-1, -2)  # (B, H, Tq, Tk) by distance
         i = torch.arange(Tq, device=q.device)[:, None] + (Tk - Tq)
         d = (i - torch.arange(Tk, device=q.device)[None]).clamp(min=0)  # (Tq, Tk)
         bd = bd.gather(-1, d.expand(B, H, Tq, Tk))  # now by key: (b) + (d) at i - j
-        return (c + bd) / math.sqrt(dh)
+        return bd / math.sqrt(dh)
 
     def attend(self, q, k, v, mask=None, bias=None, return_weights=False):
         rel = self.relative_bias(q, k)
-        return super().attend(
-            q, k, v, mask, rel if bias is None else bias + rel, return_weights
-        )
+        bias = rel if bias is None else bias + rel
+        qu = q + self.u[:, None]  # (a) + (c): (q + u)ᵀk in the attention's own product
+        return super().attend(qu, k, v, mask, bias, return_weights)
 
 
 class TransformerXL(Model):

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import Dropout, MultiHeadAttention, check_mask
+from .attention import Dropout, check_mask
 from .config import register_preset
 from .layers import Block, check_ids, init_weights
 from .masks import permutation_masks  # XLNet's two masks: the one function, in masks
@@ -109,8 +109,9 @@ class XLNetAttention(RelativeAttention):
     which a bidirectional model may see. R_d = [sin(d·f) ; cos(d·f)], the layout of
     XLNet's released code (and Hugging Face's), for d from Tk - 1 down to 1 - Tk.
 
-    Terms (a) + (c) are one product, (q_i + u)ᵀk_j, made by the attention itself (the
-    query moved by u, as XLNet's code does); ``relative_bias`` is (b) + (d) alone.
+    Only the distances change: terms (a) + (c) are still one product, (q_i + u)ᵀk_j,
+    made by the attention (the query moved by u, in ``RelativeAttention.attend``), and
+    ``relative_bias`` is (b) + (d).
     """
 
     at = None  # (B, Tq) or None: where this call's queries sit among the keys
@@ -134,13 +135,6 @@ class XLNetAttention(RelativeAttention):
         col = (Tk - 1 - at)[..., None] + torch.arange(Tk, device=q.device)  # d at col
         bd = bd.gather(-1, col[:, None].expand(B, H, Tq, Tk))  # (b) + (d), by key
         return bd / math.sqrt(dh)
-
-    def attend(self, q, k, v, mask=None, bias=None, return_weights=False):
-        rel = self.relative_bias(q, k)
-        bias = rel if bias is None else bias + rel
-        qu = q + self.u[:, None]  # (a) + (c): (q + u)ᵀk in the attention's own product
-        # the plain hook, not RelativeAttention's (which would add uᵀk to the bias)
-        return MultiHeadAttention.attend(self, qu, k, v, mask, bias, return_weights)
 
 
 class TwoStreamBlock(Block):

@@ -36,4 +36,5 @@ def my_scalar_mix(layers, w, gamma):
 def my_backward_targets(ids, valid):
     keep = ids.masked_fill(~valid, -100)
     pad = torch.full_like(ids[:, :1], -100)
-    return torch.cat([pad, keep[:, :-1]], 1)
+    # a padding position predicts nothing: the backward state there has read it all
+    return torch.cat([pad, keep[:, :-1]], 1).masked_fill(~valid, -100)

@@ -104,6 +104,33 @@ def test_chapter_is_stored_executed_and_small(nb):
     )
 
 
+@pytest.mark.parametrize("nb", CHAPTERS, ids=lambda p: p.name)
+def test_every_listing_a_chapter_asks_for_is_shown(nb):
+    """``P.show_source(...)`` returns what Jupyter displays only as a cell's last
+    expression: one earlier in the cell is computed and thrown away, and the listing
+    the text promises never appears. Wrap it in ``display(...)``."""
+    import ast
+
+    lost = []
+    for i, c in enumerate(cells(nb)):
+        if c["cell_type"] != "code":
+            continue
+        src = "\n".join(
+            line
+            for line in "".join(c["source"]).split("\n")
+            if not line.lstrip().startswith(("%", "!"))  # magics: not Python
+        )
+        body = ast.parse(src).body
+        lost += [
+            f"cell {i}: {ast.unparse(s)}"
+            for s in body[:-1]
+            if isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and ast.unparse(s.value.func).endswith("show_source")
+        ]
+    assert not lost, f"listings that are never shown (wrap in display(...)): {lost}"
+
+
 def api_pages() -> list[pathlib.Path]:
     return sorted((ROOT / "book").glob("api*.md"))
 

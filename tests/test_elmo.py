@@ -11,6 +11,7 @@ from ptlm_lite.elmo import (
     ELMoConfig,
     ScalarMix,
     BiLSTMLM,
+    lm_targets,
     reverse_padded,
     word_chars,
 )
@@ -47,6 +48,37 @@ def test_forward_lm_never_reads_later_words_backward_never_earlier():
         assert torch.equal(o0.logits[:, :t], o1.logits[:, :t])
         back = o0.extra["backward_logits"], o1.extra["backward_logits"]
         assert torch.equal(back[0][:, t + 1 :], back[1][:, t + 1 :])
+
+
+def test_no_counted_target_is_read_by_the_state_that_predicts_it():
+    """With padding too: at every position whose target counts, changing the target
+    word leaves that position's logits as they were (the backward state at the first
+    padding position has read the last word, so it must predict nothing)."""
+    m = model()
+    ids = torch.tensor([[2, 3, 4, 5, 6, 7], [2, 3, 4, 0, 0, 0], [5, 6, 0, 0, 0, 0]])
+    valid = ids != 0
+    nxt, prev = lm_targets(ids, valid)
+    with torch.no_grad():
+        out = m(ids, valid)
+    checked = 0
+    for b, t in valid.nonzero().tolist():
+        changed = ids.clone()
+        changed[b, t] = 9 if ids[b, t] != 9 else 8  # another word at a real position
+        with torch.no_grad():
+            moved = m(changed, valid)
+        for name, targets, logits, s in (
+            ("forward", nxt, "logits", t - 1),  # position t - 1 predicts word t
+            ("backward", prev, "backward_logits", t + 1),  # t + 1 predicts word t
+        ):
+            if 0 <= s < ids.shape[1] and targets[b, s] != -100:
+                a = out.logits if logits == "logits" else out.extra[logits]
+                z = moved.logits if logits == "logits" else moved.extra[logits]
+                assert torch.equal(a[b, s], z[b, s]), (name, b, t)
+                checked += 1
+    assert checked == 2 * (int(valid.sum()) - len(ids))  # every counted target
+    # and the test can fail: the old targets asked the first padding position
+    # (which has read the whole sentence) for the last word
+    assert prev[1, 3] == -100 and prev[2, 2] == -100
 
 
 def test_padding_does_not_reach_the_backward_lm():

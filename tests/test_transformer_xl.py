@@ -171,8 +171,11 @@ def test_the_four_terms_are_the_papers_formula():
         rel.v.normal_()
     q, k = torch.randn(1, H, Tq, dh), torch.randn(1, H, Tk, dh)
     bias = rel.relative_bias(q, k)[0] * math.sqrt(dh)  # (H, Tq, Tk), unscaled
+    # (a) + (c) are one product, (q + u)ᵀk, made by the attention itself
+    ac = (q + rel.u[:, None])[0] @ k[0].transpose(-1, -2)  # (H, Tq, Tk)
     R = sinusoidal_positions(Tk, H * dh)
     Wr = rel.r.weight.view(H, dh, H * dh)  # head h's rows of W_R
+    scores = torch.full((H, Tq, Tk), float("-inf"))  # a future key stays -inf
     for h in range(H):
         for i in range(Tq):
             for j in range(Tk):
@@ -180,10 +183,16 @@ def test_the_four_terms_are_the_papers_formula():
                 if d < 0:
                     continue  # a future key: masked in a language model
                 r = Wr[h] @ R[d]
+                a = q[0, h, i] @ k[0, h, j]  # (a) content-content
                 b = q[0, h, i] @ r  # (b) content-position
                 c = rel.u[h] @ k[0, h, j]  # (c) global content bias
                 dd = rel.v[h] @ r  # (d) global position bias
-                assert torch.allclose(bias[h, i, j], b + c + dd, atol=1e-5)
+                assert torch.allclose(bias[h, i, j], b + dd, atol=1e-5)
+                assert torch.allclose(ac[h, i, j], a + c, atol=1e-5)
+                scores[h, i, j] = (a + b + c + dd) / math.sqrt(dh)
+    # the attention adds them all: its weights are the softmax of the paper's score
+    _, weights = rel.attend(q, k, k, masks.causal_mask(Tq, memory=Tk - Tq), None, True)
+    assert torch.allclose(weights[0], scores.softmax(-1), atol=1e-5)
 
 
 def test_relative_scores_depend_on_the_distance_only():

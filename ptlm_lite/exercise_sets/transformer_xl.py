@@ -43,9 +43,9 @@ def _relative_scores():
         att.r.weight.copy_(W_r)
         att.u.copy_(u[None])
         att.v.copy_(v[None])
-        # (b) + (c) + (d), divided by √d as the package adds it to q·k / √d
+        # (b) + (d), divided by √d as the package adds it to (q + u)·k / √d
         bias = att.relative_bias(q[None, None], k[None, None])[0, 0] * math.sqrt(d)
-        scores = q @ k.T + bias  # + (a)
+        scores = (q + u) @ k.T + bias  # + (a) + (c)
         return scores.masked_fill(~masks.causal_mask(Tq, memory=Tk - Tq), float("-inf"))
 
     cases = [

@@ -59,8 +59,8 @@ register_question(
     "what the bidirectional-only model lacks",
     "unilm",
     "A model pre-trained with the bidirectional mask only is asked to generate under "
-    "the seq2seq mask: the [MASK] to fill is the last token it may see. Why does it "
-    "do worse than a model that also trained with the seq2seq mask?",
+    "the seq2seq mask: the [MASK] to fill is the last token it may see. Why would the "
+    "paper expect it to do worse than a model that also trained with the seq2seq mask?",
     [
         "Its weights have never seen a [MASK] token, so it cannot fill one.",
         "Every [MASK] it filled in training had words on both sides; it never "

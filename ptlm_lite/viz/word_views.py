@@ -92,8 +92,7 @@ def neighbour_explorer(
         ax.annotate(
             q,
             at[q],
-            fontsize=11,
-            weight="bold",
+            fontsize=12,  # not bold: the CJK and emoji fallback fonts have no bold
             xytext=(4, -12),
             textcoords="offset points",
         )
