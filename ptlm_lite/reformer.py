@@ -218,9 +218,11 @@ def lsh_attention(q, k, v, buckets, chunk: int, causal: bool = False):
 
 class LSHAttention(MultiHeadAttention):
     """Shared-QK attention over hashed buckets. One projection makes queries and keys
-    (``qkv`` is W_QK ; W_V); a key is its query at unit length (the attention's 1/√d
-    applies to q·k as usual). ``attend`` hashes q, counts the rounds with
-    :meth:`counts` and calls :func:`attention` with mask N > 0 and bias log N."""
+    (``qkv`` is W_QK ; W_V); a key is its query rescaled to length √d_head, so that
+    after the attention's usual 1/√d the score is q·k̂, k̂ the key at unit length (as
+    Hugging Face's ``LSHSelfAttention`` computes it). ``attend`` hashes q, counts the
+    rounds with :meth:`counts` and calls :func:`attention` with mask N > 0 and bias
+    log N."""
 
     def __init__(self, d_model, n_head, dropout=0.0, bias=False, *, n_buckets=8,
                  n_hashes=2, chunk=32, hash_seed=-1):  # fmt: skip

@@ -298,7 +298,7 @@ def _share(n: int, of: int) -> str:
 def essay(models, board) -> str:
     """A few paragraphs in the book's words, every number computed from ``models``
     (:func:`ptlm_lite.synthesis.model_table`) and ``board`` (:func:`scoreboard`):
-    which declared contexts the probe confirms, what held at small scale, what
+    which declared contexts the probe confirms, what held at the tiny scale, what
     replicated. Markdown. Chapter: the synthesis."""
     s = replication_summary(board)
     probed = models[models["confirmed"] != "–"]
@@ -330,9 +330,9 @@ def essay(models, board) -> str:
     counts = {v: int((board["tiny"] == v).sum()) for v in CATEGORIES}
     parts = ", ".join(f"{counts[v]} *{v}*" for v in CATEGORIES)
     out.append(
-        f"**What held at small scale.** The chapters tested {s['verdicts']} claims by "
-        f"the book's rule: {parts}. A claim that *shows up* here showed up in a model "
-        "of a few hundred thousand weights trained for seconds; one that is *too "
+        f"**What held at the tiny scale.** The chapters tested {s['verdicts']} claims "
+        f"by the book's rule: {parts}. A claim that *shows up* here showed up in a "
+        "model of a few hundred thousand weights trained for seconds; one that is *too "
         "noisy to tell* is not refuted, it was not measured precisely enough; and "
         f"where it says *{CANNOT_TEST}*, no model compared learnt the task beyond what "
         "a model that learns nothing scores (the majority answer, a constant "
@@ -355,7 +355,8 @@ def essay(models, board) -> str:
         + (
             f"The opposite of the claim showed up {len(against)} times, in "
             f"{', '.join(dict.fromkeys(against))}: there the small scale disagrees "
-            "with the paper."
+            "with the claim as the chapter tested it (not every tested claim is the "
+            "paper's own: each chapter says which are checks of its own set-up)."
             if len(against)
             else "No claim came out the opposite way."
         )

@@ -14,8 +14,9 @@ EXPLANATIONS = {
         "In one bidirectional LSTM the state at t is [forward state, backward state], and "
         "the backward state at t has read every word from the end of the sentence down "
         "to t, word t+1 included. Trained to predict word t+1 from that state, the model "
-        "learns to copy it: the loss falls towards zero (the chapter measures it) and "
-        "nothing about the language needs to be learnt. ELMo keeps the two directions "
+        "learns to copy it: the loss falls far below a real LM's (section 3 measures "
+        "it) and nothing about the language needs to be learnt. ELMo keeps the two "
+        "directions "
         "apart until the LMs are trained; BERT's answer was to hide the predicted word "
         "behind a mask."
     ),

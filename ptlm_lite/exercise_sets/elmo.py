@@ -60,7 +60,7 @@ register_question(
         "A bidirectional LSTM cannot be run on a GPU.",
         "The backward half of that state has already read the next word: the model "
         "would copy the answer instead of learning the language, and its loss would "
-        "fall towards zero.",
+        "fall far below a real language model's.",
         "The two directions need different vocabularies.",
     ],
 )
