@@ -186,9 +186,44 @@ def _source(fn) -> str:
         fn = fn.func
     target = fn if inspect.isroutine(fn) or isinstance(fn, type) else type(fn)
     try:
-        return inspect.getsource(target)
+        own = inspect.getsource(target)
     except (OSError, TypeError):
         return _class_path(target)
+    # and the functions of its own module that it calls, at any depth (a recipe's
+    # closure that calls its module's pretrain_lm: editing pretrain_lm retrains)
+    return "\n".join([own] + [inspect.getsource(f) for f in _helpers(target)])
+
+
+def _codes(fn) -> list:
+    """``fn``'s code object and those nested in it (inner functions, comprehensions)."""
+    code = getattr(fn, "__code__", None)
+    out, todo = [], [code] if code is not None else []
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo += [k for k in c.co_consts if hasattr(k, "co_names")]
+    return out
+
+
+def _helpers(fn) -> list:
+    """The functions defined in ``fn``'s module that ``fn`` names, and those they name,
+    at any depth, in a fixed order (by name)."""
+    module, space = getattr(fn, "__module__", None), getattr(fn, "__globals__", {})
+    found: dict[str, object] = {}
+    todo = [fn]
+    while todo:
+        for c in _codes(todo.pop()):
+            for name in c.co_names:
+                f = space.get(name)
+                if (
+                    name not in found
+                    and inspect.isfunction(f)
+                    and f is not fn
+                    and f.__module__ == module
+                ):
+                    found[name] = f
+                    todo.append(f)
+    return [found[name] for name in sorted(found)]
 
 
 def _settings(fn) -> dict[str, str]:
@@ -211,14 +246,10 @@ def _settings(fn) -> dict[str, str]:
         for k, v in fn.keywords.items():
             out[f"partial.{k}"] = as_json(v)
         fn = fn.func
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return {k: v for k, v in out.items() if v is not None}
-    names, todo = set(), [code]
-    while todo:  # nested functions and comprehensions read names too
-        c = todo.pop()
-        names |= set(c.co_names)
-        todo += [k for k in c.co_consts if hasattr(k, "co_names")]
+    names = set()  # nested functions, comprehensions and helpers read names too
+    for f in [fn, *_helpers(fn)]:
+        for c in _codes(f):
+            names |= set(c.co_names)
     space = getattr(fn, "__globals__", {})
     for name in sorted(names):
         if name in space and name.isupper() and not isinstance(space[name], type):

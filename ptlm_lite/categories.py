@@ -85,6 +85,7 @@ class Verdict:
     floor: float | None = None
     floor_name: str = ""
     above_floor: dict = field(default_factory=dict, repr=False)
+    compared: tuple = field(default=(), repr=False)  # the conditions the claim compares
 
     def __post_init__(self):
         self.rule_verdict = self.rule_verdict or self.verdict
@@ -95,7 +96,9 @@ class Verdict:
 
     @property
     def seeds(self) -> int:
-        return min(x.shape[0] for x in self.results.values())
+        """The seeds of the compared conditions (not of those shown beside them)."""
+        names = self.compared or tuple(self.results)
+        return min(self.results[n].shape[0] for n in names)
 
     @property
     def table(self):

@@ -177,6 +177,12 @@ def check_ids(ids, valid, vocab_size: int) -> None:
         raise ValueError(
             f"valid must be a (B, T) bool tensor like ids, got {valid.shape}"
         )
+    if valid is not None:  # the backward LM reverses each row's first n positions
+        t = torch.arange(ids.shape[1], device=valid.device)
+        if not torch.equal(valid, t < valid.sum(1, keepdim=True)):
+            raise ValueError(
+                "valid must be True on a prefix of each row: pad on the right"
+            )
 
 
 def lm_targets(ids, valid=None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -373,6 +373,9 @@ def seed_runs(
         raise TypeError(
             "make_model must be a callable seed -> model or a non-empty dict of them"
         )
+    seeds = list(seeds)
+    if len(set(seeds)) != len(seeds):  # a repeated seed repeats a run: a false interval
+        raise ValueError(f"seeds names a seed twice: {seeds}")
     rows = []
     for name, factory in factories.items():
         for seed in seeds:
@@ -428,17 +431,17 @@ def run(
 
     ``make_model``: ``{name: seed -> model}`` (or one callable, named "model"), e.g.
     ``{"pre-trained": lambda seed: bert_model(task, pretrained), "random init": lambda
-    seed: bert_model(task, config)}``; torch is seeded with ``seed`` before each call,
-    so the new head starts the same way for every factory. Batches are built once per
-    input form (encoder or decoder) and every run of a seed draws the same examples in
-    the same order. Rows: one per (model, seed) with ``accuracy``, ``macro_f1``,
-    ``constant``, ``seconds``; then the baselines ``majority class`` (the best constant
-    answer: always the test split's most frequent label, ``task.majority``), ``chance``
-    (uniform guessing, expected values) and ``surface (char n-grams)``
-    (:func:`ptlm_lite.suite.surface_baseline`, if ``surface``). ``batch_kw`` goes to the
-    batch builder (``max_len``, ``prefix_space``). ``table.attrs`` holds the task's
-    name, ``needs_pretraining``, the steps and the split sizes; ``train_kw``: as in
-    :func:`seed_runs`.
+    seed: bert_model(task, config)}``; torch is seeded with ``seed`` before each call
+    (BERT's two factories then draw the same new head; GPT's do not). Batches are built
+    once per input form (encoder or decoder) and every run of a seed draws the same
+    examples in the same order. Rows: one per (model, seed) with ``accuracy``,
+    ``macro_f1``, ``constant``, ``seconds``; then the baselines ``majority class`` (the
+    best constant answer: always the test split's most frequent label,
+    ``task.majority``), ``chance`` (uniform guessing, expected values) and ``surface
+    (char n-grams)`` (:func:`ptlm_lite.suite.surface_baseline`, if ``surface``).
+    ``batch_kw`` goes to the batch builder (``max_len``, ``prefix_space``).
+    ``table.attrs`` holds the task's name, ``needs_pretraining``, the steps and the
+    split sizes; ``train_kw``: as in :func:`seed_runs`.
     """
 
     cached: dict[bool, tuple[dict, dict]] = {}

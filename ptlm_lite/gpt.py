@@ -232,11 +232,17 @@ class GPT(Model):
         logp = self(ids).logits[:, :-1].log_softmax(-1)
         # (B, T-1): log P(ids[t]), t >= 1
         tok = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
-        t = torch.arange(1, ids.shape[1], device=ids.device)[None]
+        T = ids.shape[1]
+        t = torch.arange(1, T, device=ids.device)[None]
         start = torch.as_tensor(start, device=ids.device).reshape(-1, 1)
-        end = torch.as_tensor(
-            ids.shape[1] if end is None else end, device=ids.device
-        ).reshape(-1, 1)
+        end = torch.as_tensor(T if end is None else end, device=ids.device)
+        end = end.reshape(-1, 1)
+        # token 0 has no context: never counted (start 0 scores from token 1 on)
+        if not ((0 <= start) & (start <= end) & (end <= T)).all():
+            raise ValueError(
+                f"need 0 <= start <= end <= {T} (ids' length), got start="
+                f"{start.flatten().tolist()}, end={end.flatten().tolist()}"
+            )
         return (tok * ((t >= start) & (t < end))).sum(-1)
 
 

@@ -99,6 +99,11 @@ def contrast(
     method, examples). The variance adds a seed part and, when every ``X_k`` is 2-D with
     the same number of examples, an example part; Welch–Satterthwaite df."""
     w = np.asarray(weights, dtype=float)
+    if len(w) != len(arrays):
+        raise ValueError(
+            f"weights must give one weight per condition: {len(w)} weights for "
+            f"{len(arrays)} conditions"
+        )
     means = [seed_means(x) for x in arrays]
     est = float(sum(wk * m.mean() for wk, m in zip(w, means)))
     parts: list[tuple[float, float]] = []  # (variance, df)

@@ -341,6 +341,8 @@ class Reformer(Model):
 
     def __init__(self, config: ReformerConfig, seed: int | None = None):
         super().__init__(config, seed)
+        if config.share_layers:  # the reversible pass runs each block it holds once
+            raise TypeError("config.share_layers must be False for the Reformer")
         c, D = config, config.d_model
         self.embed = Embeddings(config)  # tokens + learned positions
         attn = partial(

@@ -133,6 +133,10 @@ def collate(
     }
 
 
+# the noise's generator is seeded ``seed + NOISE_STREAM``: apart from the documents'
+NOISE_STREAM = 0x5EED
+
+
 def batches(
     docs: Sequence,
     noise,
@@ -146,7 +150,11 @@ def batches(
     max_tgt: int,
 ) -> Iterator[dict[str, torch.Tensor]]:
     """An endless iterator of collated batches for ``P.train``: each row a document
-    drawn at random (seeded) and put through ``noise(doc, generator)``."""
+    drawn at random (seeded) and put through ``noise(doc, generator)``.
+
+    The documents and the noise draw from two generators, so two noises given the same
+    ``seed`` read the same documents in the same order, however many random numbers
+    each noise takes: a comparison of noises is paired."""
     if (
         isinstance(batch_size, bool)
         or not isinstance(batch_size, int)
@@ -160,10 +168,11 @@ def batches(
     docs = [check_document(d) for d in docs]
     if not docs:
         raise ValueError("docs must hold at least one document")
-    g = torch.Generator().manual_seed(seed)
+    rows_g = torch.Generator().manual_seed(seed)
+    noise_g = torch.Generator().manual_seed(seed + NOISE_STREAM)
     while True:
-        rows = torch.randint(len(docs), (batch_size,), generator=g).tolist()
-        pairs = [noise(docs[r], g) for r in rows]
+        rows = torch.randint(len(docs), (batch_size,), generator=rows_g).tolist()
+        pairs = [noise(docs[r], noise_g) for r in rows]
         yield collate(
             pairs,
             pad_id=pad_id,
@@ -243,6 +252,8 @@ def beam_search(
     model.eval()
     src = src.to(device_of(model))  # decoded wherever the model is
     B, K, V = src.shape[0], beams, model.config.vocab_size
+    if n == 0:  # nothing to write, as greedy decoding
+        return src.new_zeros(B, 0)
     pad = model.config.pad_id
     memory, src_valid, _ = model.encode(src.repeat_interleave(K, dim=0))
     cache = [{} for _ in range(model.decoder.n_layer)]

@@ -209,11 +209,12 @@ def run_spans(
 
     ``make_model``: ``{name: seed -> model}`` returning span models, e.g.
     ``lambda seed: BertForSpanExtraction.from_pretrained(pretrained)``; torch is seeded
-    with ``seed`` before each call, so the new head starts the same way for every
-    factory. Rows: one per (model, seed) with ``exact_match``, ``f1``, ``constant``
-    (every answer at the same place: see :func:`span_scores`), ``final_loss``,
-    ``seconds``; then the baselines ``chance`` and ``frequency guess`` (the most
-    frequent answer position of the training split, in tokens).
+    with ``seed`` before each call (two heads start alike only where both factories
+    draw them first: a whole random model draws its encoder before). Rows: one per
+    (model, seed) with ``exact_match``, ``f1``, ``constant`` (every answer at the same
+    place: see :func:`span_scores`), ``final_loss``, ``seconds``; then the baselines
+    ``chance`` and ``frequency guess`` (the most frequent answer position of the
+    training split, in tokens).
     """
 
     train_batch = span_batch(task, "train", tokenizer, max_len)

@@ -41,6 +41,8 @@ def label_smoothed_loss(logits, targets, eps: float = 0.0, ignore_index: int = I
     (:func:`~ptlm_lite.output.no_loss`), not NaN.
     """
     check_targets(targets, logits.shape[-1])
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 1:
+        raise ValueError(f"eps must be a number in [0, 1), got {eps!r}")
     keep = targets != ignore_index
     if not bool(keep.any()):
         return no_loss(logits)
@@ -78,7 +80,7 @@ class Transformer(Model):
         self.encoder = Stack(config, norm=norm)
         self.decoder = Stack(config, cross=True, norm=norm)
         self.head = nn.Linear(config.d_model, config.vocab_size, bias=False)
-        if config.tie_weights:
+        if config.tie_weights:  # one matrix: the init below gives it the head's Xavier
             self.head.weight = self.embed.tok.weight
         self.enc_bias = None if bias is None else bias(config, bidirectional=True)
         self.dec_bias = None if bias is None else bias(config, bidirectional=False)

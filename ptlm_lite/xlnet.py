@@ -206,6 +206,11 @@ class XLNet(Model):
         super().__init__(config, seed)
         if config.pre_norm:
             raise TypeError("config.pre_norm must be False: XLNet is post-LN")
+        if config.share_layers or not config.tie_weights:
+            raise TypeError(
+                "XLNet ties its head to the embedding and shares no layer: config "
+                "needs tie_weights=True, share_layers=False"
+            )
         D = config.d_model
         self.tok = nn.Embedding(config.vocab_size, D)
         self.mask_emb = nn.Parameter(torch.zeros(1, 1, D))  # g's start: no content

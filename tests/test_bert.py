@@ -196,13 +196,16 @@ def test_a_short_pretraining_run_is_the_kept_checkpoint_of_a_longer_one():
         return {"ids": m.inputs, "segments": segments, "valid": ids != 0,
                 "targets": m.targets, "nsp_labels": torch.tensor([0, 1, 0, 1])}  # fmt: skip
 
-    def run(steps, keep=()):
+    def run(steps, keep=(), warmup=2):
         model = BertForPreTraining(config(), seed=0)
-        hist = recipe.pretrain(model, steps=steps, lr=5e-3, warmup=2, batches=batches,
-                               keep=keep, progress=False)  # fmt: skip
+        hist = recipe.pretrain(model, steps=steps, lr=5e-3, warmup=warmup,
+                               batches=batches, keep=keep, progress=False)  # fmt: skip
         return model, hist
 
-    short, _ = run(5)
-    _, long = run(9, keep=(5,))
-    kept = long.checkpoints[5]
-    assert all(torch.equal(v, kept[k]) for k, v in short.state_dict().items())
+    # k after the warm-up, and k no longer than it (ELECTRA's ablation: 20 steps of a
+    # run whose warm-up is 20): the short run must not squeeze the warm-up into itself
+    for k, warmup in ((5, 2), (4, 4), (3, 4)):
+        short, _ = run(k, warmup=warmup)
+        _, long = run(9, keep=(k,), warmup=warmup)
+        kept = long.checkpoints[k]
+        assert all(torch.equal(v, kept[key]) for key, v in short.state_dict().items())

@@ -113,6 +113,36 @@ def test_key_changes_with_the_settings_the_train_fn_reads():
     assert len({a, b, c}) == 3
 
 
+HELPER_STEPS = {"tiny": 2}
+
+
+def fill_by_helper(model):  # a recipe's helper, such as recipes.gpt.pretrain_lm
+    with torch.no_grad():
+        model.linear.weight.fill_(HELPER_STEPS["tiny"])
+
+
+def fill_by_other_helper(model):  # the same helper, edited
+    with torch.no_grad():
+        model.linear.weight.fill_(HELPER_STEPS["tiny"] + 1)
+
+
+def test_key_changes_with_the_helpers_the_train_fn_calls(monkeypatch):
+    """A recipe's closure that only calls its module's training function (the GPT and
+    ULMFiT recipes' ``train_fn``): editing that function, or a setting it reads, gives
+    another key, so a stale model is never loaded."""
+
+    def train_fn(model):
+        fill_by_helper(model)
+
+    first = cache.register("h", TinyModel, TinyConfig(), train_fn).key
+    assert cache.register("h", TinyModel, TinyConfig(), train_fn).key == first
+    monkeypatch.setitem(HELPER_STEPS, "tiny", 5)
+    assert cache.register("h", TinyModel, TinyConfig(), train_fn).key != first
+    monkeypatch.setitem(HELPER_STEPS, "tiny", 2)
+    monkeypatch.setitem(globals(), "fill_by_helper", fill_by_other_helper)
+    assert cache.register("h", TinyModel, TinyConfig(), train_fn).key != first
+
+
 @pytest.mark.parametrize("damage", ["truncate", "flip", "delete_weights", "bad_json"])
 def test_damaged_entry_is_rebuilt_not_loaded(damage):
     cache.get("tiny")

@@ -157,6 +157,9 @@ def test_bad_input_errors():
         m(torch.tensor([[1, 99]]))
     with pytest.raises(ValueError, match="valid must be"):
         m(torch.tensor([[1, 2]]), torch.tensor([[1, 1]]))
+    # left padding would reverse the wrong positions for the backward LM
+    with pytest.raises(ValueError, match="pad on the right"):
+        m(torch.tensor([[0, 1, 2]]), torch.tensor([[False, True, True]]))
     with pytest.raises(ValueError, match="n_layers"):
         ScalarMix(0)
     with pytest.raises(ValueError, match="layers must hold 2"):

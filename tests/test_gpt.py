@@ -283,6 +283,12 @@ def test_log_likelihood_of_padded_continuations():
         logp = model(a).logits.log_softmax(-1)
     ref = sum(logp[0, t - 1, a[0, t]] for t in range(3, 9))
     torch.testing.assert_close(model.log_likelihood(a, 3)[0], ref)
+    # a reversed range, one past the end or before the start is an error, not a
+    # silent 0; token 0 has no prediction, so start 0 counts from token 1 on
+    torch.testing.assert_close(model.log_likelihood(a, 0), model.log_likelihood(a, 1))
+    for start, end in ((-1, None), (5, 4), (1, 10), (torch.tensor([3, -2]), None)):
+        with pytest.raises(ValueError, match="start <= end"):
+            model.log_likelihood(padded if torch.is_tensor(start) else a, start, end)
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,9 @@ def test_presets_and_config_checks():
         preset("reformer-tiny", vocab_size=V, chunk=0)
     with pytest.raises(TypeError, match="ReformerConfig"):
         Reformer(Config(vocab_size=V))
+    # one shared block would run once in training and n_layer times in evaluation
+    with pytest.raises(TypeError, match="share_layers"):
+        Reformer(preset("reformer-tiny", vocab_size=V, share_layers=True))
 
 
 def test_lsh_mask_is_its_drawing():

@@ -222,6 +222,30 @@ def test_batches_train_a_transformer_and_are_seeded():
         next(S.batches(docs, "infill", **kw))
 
 
+def test_two_noises_with_one_seed_read_the_same_documents():
+    """A comparison of noises is paired: a noise that draws many random numbers and one
+    that draws none are given the same documents in the same order (with one shared
+    generator, the first would shift every later document draw)."""
+    docs = [[[d + 3, d + 4]] for d in range(20)]  # document d starts with token d + 3
+    kw = {"pad_id": PAD, "bos_id": BOS, "eos_id": EOS, "max_src": 8, "max_tgt": 8}
+
+    def greedy_noise(doc, generator):  # draws ten numbers, then changes nothing
+        torch.rand(10, generator=generator)
+        return identity_noise(doc, generator)
+
+    a = S.batches(docs, identity_noise, batch_size=6, seed=3, **kw)
+    b = S.batches(docs, greedy_noise, batch_size=6, seed=3, **kw)
+    for _ in range(5):
+        assert torch.equal(next(a)["tgt_out"], next(b)["tgt_out"])
+
+
+def test_no_new_tokens_is_an_empty_answer_for_both_decoders():
+    model = tiny(seed=1)
+    for decode in (S.greedy, S.beam_search):
+        out = decode(model, SRC, bos_id=BOS, eos_id=EOS, max_new_tokens=0)
+        assert out.shape == (len(SRC), 0)
+
+
 def test_check_document_and_generator():
     doc = [[3, 4], [5]]
     assert S.check_document(doc) == doc and S.check_document(doc) is not doc

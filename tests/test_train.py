@@ -59,17 +59,30 @@ def data(step):
     return {"x": x, "y": x.sum(-1, keepdim=True)}
 
 
+class Dropped(Tiny):  # its loss depends on the dropout draws: train() must seed them
+    def forward(self, x, y):
+        pred = self.lin(torch.nn.functional.dropout(x, 0.5, self.training))
+        return P.Output(pred, ((pred - y) ** 2).mean())
+
+
 def test_same_seed_same_numbers():
     runs = []
-    for _ in range(2):
-        # a different global state must not matter: train() seeds
-        torch.manual_seed(123)
-        m = Tiny()
+    for global_seed in (123, 456):
         P.set_seed(0)
         m = Tiny()
+        # a different global state before train() must not matter: train() seeds
+        torch.manual_seed(global_seed)
         runs.append(P.train(m, data, steps=30, lr=0.05, progress=False).losses)
     assert runs[0] == runs[1]
     assert runs[0][-1] < 0.1 * runs[0][0]
+    dropped = []
+    for global_seed, seed in ((123, 0), (456, 0), (123, 1)):
+        P.set_seed(0)
+        m = Dropped()
+        torch.manual_seed(global_seed)
+        dropped.append(P.train(m, data, steps=5, lr=0.05, seed=seed, progress=False))
+    assert dropped[0].losses == dropped[1].losses  # the dropout masks are train()'s
+    assert dropped[0].losses != dropped[2].losses  # and another seed draws others
 
 
 def test_eval_hook_and_history():

@@ -97,6 +97,18 @@ def test_weight_tying_counts():
     assert P.count_parameters(untied) - P.count_parameters(tied) == 20 * 64
 
 
+def test_the_shared_matrix_takes_the_heads_init():
+    """Tied, the one matrix is initialised as the head (Xavier uniform, std
+    sqrt(2 / (V + d)): 0.043 at V = 1024, d = 64), the module visited last; untied, the
+    embedding keeps N(0, d^-1/2) (0.125). What the chapters trained with, stated."""
+    torch.manual_seed(0)
+    cfg = P.preset("tiny", vocab_size=1024, dropout=0.0)
+    tied = P.Transformer(cfg).embed.tok.weight.std()
+    untied = P.Transformer(cfg.replace(tie_weights=False)).embed.tok.weight.std()
+    assert abs(float(tied) - (2 / (1024 + cfg.d_model)) ** 0.5) < 0.003, tied
+    assert abs(float(untied) - cfg.d_model**-0.5) < 0.005, untied
+
+
 def test_label_smoothing_matches_torch():
     logits, y = torch.randn(10, 7), torch.randint(0, 7, (10,))
     y[3] = -100

@@ -289,6 +289,8 @@ def test_sentence_table_and_html_carry_the_numbers():
         and "95% interval" in s
     )
     assert str(v) == s
+    # the seeds counted are the compared conditions' (3), not the shown "other"'s (2)
+    assert v.seeds == 3 and "over 3 seeds" in s and v.record()["seeds"] == 3
     t = v.table
     assert list(t.columns) == [
         "condition",

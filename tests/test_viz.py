@@ -326,6 +326,32 @@ def test_comparison_table_rejects_empty_and_non_frames():
         viz.comparison_table(pd.DataFrame({"a": [1]}), filter_columns=["b"])
 
 
+def test_table_shows_a_dash_not_nan_and_rounds():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame(
+        {
+            "mean": [0.83333, 0.65],
+            "std": [0.0601, float("nan")],  # a baseline that ran once
+            "seeds": pd.array([3, None], dtype="Int64"),
+            "one class only": [False, None],
+        },
+        index=["pre-trained", "majority class"],
+    )
+    shown = viz.table(df)
+    text, html = repr(shown), shown._repr_html_()
+    for out in (text, html):
+        assert "NaN" not in out and "<NA>" not in out and "None" not in out
+        assert "0.833" in out and "0.83333" not in out
+    assert text.splitlines()[2].split()[2:] == ["0.650", "\u2014", "\u2014", "\u2014"]
+    assert html.count("<td>\u2014</td>") == 3 and 'class="dataframe"' in html
+    assert shown.df is not df and df["std"].isna().sum() == 1  # its input is left as is
+    assert "-" in repr(viz.table(df, missing="-"))
+    with pytest.raises(TypeError, match="DataFrame"):
+        viz.table([1, 2])
+    with pytest.raises(ValueError, match="digits"):
+        viz.table(df, digits=-1)
+
+
 # ---------------------------------------------------------------- training curves
 def test_training_curve_records_and_draws_without_a_kernel():
     curve = viz.TrainingCurve("t", live=None)  # not in a kernel: nothing displayed

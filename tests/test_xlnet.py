@@ -180,6 +180,9 @@ def test_bad_input_names_the_argument(model):
         model(ids, content_mask=torch.ones(4, 4, dtype=torch.bool))
     with pytest.raises(TypeError, match="config"):
         XLNet(preset("tiny", vocab_size=V))
+    for kw in ({"tie_weights": False}, {"share_layers": True}):  # not silently ignored
+        with pytest.raises(TypeError, match="tie_weights=True, share_layers=False"):
+            XLNet(preset("xlnet-tiny", vocab_size=V, **kw))
 
 
 def test_cities_windows_hold_a_whole_name_whose_second_word_follows_the_first():

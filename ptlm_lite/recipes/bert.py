@@ -229,7 +229,7 @@ def pretrain(
         get,
         steps=steps,
         lr=lr,
-        warmup=min(warmup, steps - 1),
+        warmup=warmup,  # not cut to the run: a constant schedule needs no room after it
         schedule="constant",
         seed=seed,
         desc=desc,

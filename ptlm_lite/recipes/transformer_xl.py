@@ -120,6 +120,8 @@ def evaluate_memory(
     """
     if window is not None and mem_len < window - 1:
         raise ValueError(f"mem_len={mem_len} must be >= window - 1 = {window - 1}")
+    if not 0 <= skip < streams.shape[1] - 1:  # else no position is left to score
+        raise ValueError(f"skip must be in [0, {streams.shape[1] - 1}), got {skip}")
     model.eval()
     memory, nll = model.new_memory(mem_len), []
     for s in range(0, streams.shape[1] - 1, seg_len):

@@ -3,6 +3,8 @@ span-extraction variant. See :mod:`ptlm_lite.suite`."""
 
 from __future__ import annotations
 
+import numbers
+
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -84,6 +86,7 @@ class Task:
         recomputed (the splits are shuffled, so a prefix is a fair sample; for a quick
         run at tiny scale).
         """
+        _prefix("n_train", n_train), _prefix("n_test", n_test)  # no slice from the end
         train, test = self.train[:n_train], self.test[:n_test]
         if not train or not test:
             raise ValueError(
@@ -175,6 +178,7 @@ class SpanTask(Task):
 
     def subset(self, n_train: int | None = None, n_test: int | None = None):
         """The first ``n_train`` / ``n_test`` examples, baselines recomputed."""
+        _prefix("n_train", n_train), _prefix("n_test", n_test)  # no slice from the end
         train, test = self.train[:n_train], self.test[:n_test]
         if not train or not test:
             raise ValueError(
@@ -207,3 +211,11 @@ def make_span_task(
         majority=max(answers.values()) / len(test),
         chance=sum(2 / (w * (w + 1)) for w in words) / len(test),
     )
+
+
+def _prefix(name: str, n) -> None:
+    """``n`` for :meth:`subset`: None (the whole split) or a positive int."""
+    if n is not None and (
+        isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1
+    ):
+        raise ValueError(f"{name} must be None or a positive integer, got {n!r}")

@@ -13,6 +13,7 @@ the widgets").
 * :func:`attention_heatmaps`, :func:`bertviz_head_view`, :func:`bertviz_model_view` -
   attention maps
 * :func:`comparison_table` - a table that filters and sorts in the browser
+* :func:`table` - a DataFrame rounded, its empty cells a dash rather than ``NaN``
 * :class:`TrainingCurve`, :func:`live_loss_plot` - a loss curve, live in a kernel, one
   clean figure after
 * :func:`diagram` - an architecture diagram drawn from a few lines of text (inline SVG)
@@ -24,7 +25,7 @@ from .curves import TrainingCurve, live_loss_plot
 from .diagram import diagram, diagram_svg
 from .mask_views import mask_explorer, mask_table_html, permutation_explorer
 from .stepper import stepper
-from .tables import ComparisonTable, comparison_table
+from .tables import ComparisonTable, Table, comparison_table, table
 
 __all__ = [
     "stepper",
@@ -36,6 +37,8 @@ __all__ = [
     "bertviz_model_view",
     "comparison_table",
     "ComparisonTable",
+    "table",
+    "Table",
     "TrainingCurve",
     "live_loss_plot",
     "diagram",

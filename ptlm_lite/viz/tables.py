@@ -68,6 +68,42 @@ _CSS = (
 )
 
 
+class Table:
+    """What :func:`table` returns: a DataFrame shown with its numbers rounded and its
+    empty cells as a dash, as HTML in a notebook and as text elsewhere; ``.df`` is it.
+    """
+
+    def __init__(self, df, missing: str):
+        self.df = df
+        self.missing = missing
+
+    def _repr_html_(self) -> str:
+        return self.df.to_html(na_rep=self.missing, notebook=True)
+
+    def __repr__(self) -> str:
+        return self.df.to_string(na_rep=self.missing)
+
+
+def table(df, digits: int = 3, missing: str = "\u2014") -> Table:
+    """``df`` rounded to ``digits`` decimals, with the cells that have no value (NaN,
+    ``<NA>``) shown as ``missing``: a baseline's standard deviation over seeds when it
+    ran once, a column that does not apply to a row. pandas would print ``NaN``, which
+    reads as a failed computation.
+    """
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"table needs a pandas DataFrame, got {type(df).__name__}")
+    if not isinstance(digits, int) or isinstance(digits, bool) or digits < 0:
+        raise ValueError(f"digits must be a whole number >= 0, got {digits!r}")
+    out = df.round(digits)
+    for c in out.columns:  # pandas' na_rep reaches NaN in float columns only
+        col = out[c]
+        if not pd.api.types.is_float_dtype(col.dtype) and col.isna().any():
+            out[c] = col.astype(object).where(col.notna(), missing)
+    return Table(out, missing)
+
+
 class ComparisonTable:
     """What :func:`comparison_table` returns: displays as HTML (``_repr_html_``);
     ``.html`` is the string; ``.df`` the DataFrame it shows.
