@@ -279,7 +279,11 @@ def test_recipe_batches_and_measurements():
     model = A.AlbertForPreTraining(
         preset("albert-tiny", vocab_size=tok.vocab_size), seed=0
     )
-    assert R.mlm_correct(model, held).shape == ((b["targets"] != -100).sum(),)
+    mask_id = tok.special_ids["mask"]
+    at_mask = (b["targets"] != -100) & (b["ids"] == mask_id)
+    # scored where the input reads [MASK] only: not the chosen tokens left unchanged
+    assert 0 < at_mask.sum() < (b["targets"] != -100).sum()
+    assert R.mlm_correct(model, held, mask_id).shape == (at_mask.sum(),)
     assert R.pair_correct(model, held).shape == (8,)
     l2, cos = R.layer_steps(model, held)
     assert l2.shape == cos.shape == (8, 4) and (cos <= 1 + 1e-5).all()

@@ -457,6 +457,31 @@ def test_heldout_mlm_scores_the_same_masked_positions():
     assert abs(constant["row_accuracy"].mean() - constant["accuracy"]) < 1e-9
 
 
+class _Copier(torch.nn.Module):
+    """Reads no context: answers, at each position, the token it sees there."""
+
+    def forward(self, ids, valid=None):
+        logits = torch.full((*ids.shape, V), -30.0)
+        return P.Output(logits.scatter_(-1, ids[..., None], 30.0))
+
+
+def test_heldout_mlm_and_its_floor_count_the_mask_positions_only():
+    """Of the chosen tokens 10% stay in the input unchanged: a model that copies its
+    input would get those right without any context, and beat the unigram floor. The
+    held-out scores count the positions that read [MASK] only, where it gets none."""
+    d = dataset(40, 16)
+    m = corruption()(d["ids"], generator=torch.Generator().manual_seed(0))
+    at_mask = int((m.action == corrupt.MASKED).sum())
+    assert 0 < at_mask < int(m.selected.sum())  # some chosen tokens are not [MASK]
+    copier = R.heldout_mlm(_Copier(), d, corruption())
+    assert copier["tokens"] == at_mask and copier["accuracy"] == 0.0
+    base = R.unigram_baseline(d["ids"], d, corruption(), special_ids=SPECIAL)
+    assert base["tokens"] == at_mask
+    only_unchanged = corruption(proportions=(0.0, 0.0, 1.0))
+    with pytest.raises(ValueError, match="masked no token"):
+        R.heldout_mlm(_Copier(), d, only_unchanged)
+
+
 class _Unselective(torch.nn.Module):
     """Wraps a model so that heldout_mlm takes its simple path: logits at every
     position, the masked ones selected afterwards."""

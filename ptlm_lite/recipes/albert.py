@@ -93,18 +93,27 @@ def held_out(
     return [get(i) for i in range(n_batches)]
 
 
+def at_mask(batch, mask_id: int) -> torch.Tensor:
+    """``batch["targets"]`` where the input reads ``[MASK]`` (``mask_id``), ``IGNORE``
+    elsewhere: a held-out score counts those only. The chosen tokens left unchanged
+    are in the input (copying them needs no context: it would beat the most frequent
+    token), and the randomly replaced ones are not asked either."""
+    t = batch["targets"]
+    return torch.where(batch["ids"] == mask_id, t, torch.full_like(t, IGNORE))
+
+
 @torch.no_grad()
-def mlm_correct(model, batches) -> torch.Tensor:
-    """1/0 per masked token of ``batches`` (row-major, batch after batch): is the
-    model's top prediction the hidden token? Chapter: ``chapters/albert.ipynb``.
+def mlm_correct(model, batches, mask_id: int) -> torch.Tensor:
+    """1/0 per ``[MASK]`` token of ``batches`` (row-major, batch after batch; see
+    :func:`at_mask`): is the model's top prediction the hidden token? Chapter:
+    ``chapters/albert.ipynb``.
     """
     model.eval()
     out = []
     for b in batches:
-        o = model(b["ids"], b["segments"], b["valid"], targets=b["targets"])
-        out.append(
-            (o.logits.argmax(-1) == b["targets"][b["targets"] != IGNORE]).float()
-        )
+        t = at_mask(b, mask_id)
+        o = model(b["ids"], b["segments"], b["valid"], targets=t)
+        out.append((o.logits.argmax(-1) == t[t != IGNORE]).float())
     return torch.cat(out)
 
 

@@ -39,7 +39,7 @@ from torch import nn
 
 from ..bert import init_weights
 from ..checks import check_generator
-from ..corrupt import Masked, Pair
+from ..corrupt import MASKED, Masked, Pair
 from ..device import eval_mode, scores_on_device
 from ..output import Output, cross_entropy
 from ..roberta import RobertaForMaskedLM
@@ -293,7 +293,8 @@ def heldout_mlm(
 ) -> dict:
     """Masked-LM cross-entropy (nats per masked token) and top-1 accuracy of ``model``
     on held-out rows ``data``, masked once with ``seed``: every model is scored on the
-    same positions with the same corruption. Returns ``{"loss", "accuracy",
+    same positions with the same corruption, at the positions that read ``[MASK]``
+    only (:func:`scored_targets`). Returns ``{"loss", "accuracy",
     "tokens", "row_loss", "row_accuracy"}``; ``row_loss`` and ``row_accuracy`` are
     ``(R,)`` per-row scores whose means are ``loss`` and ``accuracy`` (a row's sum
     over its masked tokens, scaled by ``R / tokens``): the per-example input of a
@@ -301,13 +302,14 @@ def heldout_mlm(
     """
     device = next(model.parameters(), torch.empty(0)).device
     m = corrupt(data["ids"], generator=torch.Generator().manual_seed(seed))
+    targets = scored_targets(m)
     losses, hits, counts = [], [], []
     # a RoBERTa masked LM given the targets scores the masked positions only: the same
     # (N, V) logits as selecting them afterwards, without the head over every position
     selects = isinstance(model, RobertaForMaskedLM)
     with eval_mode(model), torch.no_grad():
         for i in range(0, len(m.inputs), batch_size):
-            t = m.targets[i : i + batch_size].to(device)
+            t = targets[i : i + batch_size].to(device)
             inputs = m.inputs[i : i + batch_size].to(device)
             valid = data["valid"][i : i + batch_size].to(device)
             if selects:
@@ -345,6 +347,15 @@ def heldout_mlm(
     }
 
 
+def scored_targets(m: Masked) -> torch.Tensor:
+    """``m.targets`` at the positions that read ``[MASK]``, ``-100`` elsewhere: what a
+    held-out score counts. Of BERT's chosen tokens, 10% stay unchanged in the input,
+    where a model could copy its answer without reading any context (such a copier
+    beats the unigram floor here), and 10% are replaced by a random token: training
+    asks for all three, a test of what the context taught asks at ``[MASK]`` only."""
+    return torch.where(m.action == MASKED, m.targets, torch.full_like(m.targets, -100))
+
+
 def unigram_baseline(
     train_ids,
     data: dict,
@@ -354,7 +365,8 @@ def unigram_baseline(
     special_ids=(),
     vocab_size: int | None = None,
 ) -> dict:
-    """What a model that ignores the context can do on :func:`heldout_mlm`'s targets:
+    """What a model that ignores the context can do on :func:`heldout_mlm`'s targets
+    (the ``[MASK]`` positions, where the input shows nothing of the answer):
     the cross-entropy of the training text's token frequencies (add-one smoothed over
     the ``vocab_size`` tokens a model can answer; without it, over the ids seen) and
     the accuracy of always answering the most frequent token; ``row_loss``: per-row
@@ -375,14 +387,15 @@ def unigram_baseline(
     counts = torch.bincount(ids.flatten(), minlength=V).double() + 1.0
     logp = (counts / counts.sum()).log()
     m = corrupt(data["ids"], generator=torch.Generator().manual_seed(seed))
-    chosen = m.targets != -100
-    want = m.targets[chosen]
+    targets = scored_targets(m)
+    chosen = targets != -100
+    want = targets[chosen]
     if not len(want):
         raise ValueError(
             f"unigram_baseline: corrupt masked no token of data's {len(m.targets)} "
             f"rows (seed {seed}): there is nothing to score"
         )
-    nll = torch.where(chosen, -logp[m.targets.clamp(min=0)], 0.0)  # (R, T)
+    nll = torch.where(chosen, -logp[targets.clamp(min=0)], 0.0)  # (R, T)
     return {
         "loss": float(-logp[want].mean()),
         "accuracy": float((want == counts.argmax()).double().mean()),
