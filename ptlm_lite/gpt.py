@@ -281,6 +281,16 @@ class GPTForTask(Model):
                 f"mode 'classify' takes one sequence per example, got ids of shape "
                 f"{tuple(ids.shape)}"
             )
+        last = torch.as_tensor(last, device=ids.device)
+        if (
+            last.shape != (B, C)
+            or last.is_floating_point()
+            or not ((last >= 0) & (last < T)).all()
+        ):  # a negative last would mask every LM target: a NaN LM loss
+            raise ValueError(
+                f"last must be ({B}, {C}) integer positions of [extract] in [0, {T}) "
+                f"(one per sequence of ids), got {last.tolist()}"
+            )
         flat, flat_last = ids.view(B * C, T), last.view(B * C)
         pos = torch.arange(T, device=ids.device)[None]
         # nothing after [extract]

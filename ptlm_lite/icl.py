@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .device import scores_on_device
+from .device import eval_mode, scores_on_device
 from .output import IGNORE
 
 __all__ = ["FAMILIES", "SymbolTasks"]
@@ -186,7 +186,8 @@ class SymbolTasks:
         """
         b = self.sequences(n, pairs, family, g)
         dev = _device(model)  # scored where the model is (the GPU, say)
-        logits = model(b["ids"].to(dev)).logits[:, 1::2].float().cpu()  # (n, pairs, V)
+        with eval_mode(model):  # no dropout: a score is the model's, not a draw
+            logits = model(b["ids"].to(dev)).logits[:, 1::2].float().cpu()  # (n, P, V)
         correct = (self.label_logits(logits, b["x"]).argmax(-1) == b["y"]).float()
         k = torch.as_tensor(list(shots), dtype=torch.long)
         seen = b["seen"][:, k]
@@ -226,7 +227,8 @@ class SymbolTasks:
             ids[:, 1 : 2 * k : 2] = self.query_token(xs[:, :k])
             ids[:, 2 : 2 * k + 1 : 2] = self.answer_token(xs[:, :k], ys[:, :k])
             ids[:, -1] = self.query_token(q)
-            logits = model(ids.to(dev)).logits[:, -1].float().cpu()
+            with eval_mode(model):  # no dropout
+                logits = model(ids.to(dev)).logits[:, -1].float().cpu()
             out.append((self.label_logits(logits, q).argmax(-1) == answer).float())
         return torch.stack(out, 1)
 

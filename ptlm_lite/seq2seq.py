@@ -239,7 +239,7 @@ def beam_search(
     """Beam search: keep the ``beams`` likeliest prefixes; a prefix that ends in EOS
     is finished with the score ``sum log p / length ** length_penalty`` (the length
     counts the tokens after BOS, EOS included, as Hugging Face's ``generate`` does);
-    stop when no running beam can beat the worst kept one, or at the limit. Returns
+    stop as ``generate(early_stopping=False)`` does (below), or at the limit. Returns
     (B, T) ids without BOS, padded after EOS: each source's best hypothesis.
 
     ``beams=1`` is greedy decoding.
@@ -297,13 +297,16 @@ def beam_search(
         flat = rows.view(-1)
         seqs = torch.cat([seqs.index_select(0, flat), toks.view(-1, 1)], dim=1)
         _reorder(cache, flat)
-        # a source is done when K hypotheses are finished and no running beam could
-        # beat the worst of them (log-probabilities only fall)
+        # a source is done when K hypotheses are finished and the best running beam,
+        # scored at its present length, does not beat the worst of them: Hugging
+        # Face's heuristic (early_stopping=False). Log-probabilities only fall, so with
+        # length_penalty <= 0 no running beam could win later; with > 0 a longer one
+        # might (its sum is divided by more), and, as there, the search stops anyway
         best_running = score.max(dim=1).values
         for b in range(B):
             done[b] = done[b] or (
                 len(finished[b]) == K
-                and float(best_running[b]) / (step + 2) ** length_penalty
+                and float(best_running[b]) / (step + 1) ** length_penalty
                 <= finished[b][-1][0]
             )
         if all(done):

@@ -102,7 +102,9 @@ def load(name: str) -> Shipped:
 @torch.no_grad()
 def heldout_loss(name: str, model, tok) -> dict:
     """The held-out numbers stated in the JSON: ``loss`` (nats per predicted token)
-    and, for bert-fill, MLM and NSP accuracy and the most-frequent-token baseline."""
+    and, for bert-fill, NSP accuracy and, at the positions that read ``[MASK]``
+    (``mask_tokens`` of them; a chosen token left unchanged is in the input, and
+    copying it needs no context), MLM accuracy and the most-frequent-token baseline."""
     h = HELDOUT[_check_name(name)]
     model.eval()
     if name == "shakespeare-char-gpt":
@@ -121,23 +123,27 @@ def heldout_loss(name: str, model, tok) -> dict:
 
     kw = {k: h[k] for k in ("seed", "batch_size", "max_len", "split")}
     batches = pretraining_batches(tok, n_docs=10**9, **kw)
-    nll = hits = n = nsp_hits = n_pairs = 0
+    nll = hits = n = n_mask = nsp_hits = n_pairs = 0
     counts = torch.zeros(tok.vocab_size)
+    mask_id = tok.special_ids["mask"]
     for step in range(h["steps"]):
         b = batches(step)
         out = model(**b)
         target = b["targets"][b["targets"] != -100]  # the order of out.logits' rows
         nll += torch.nn.functional.cross_entropy(out.logits, target, reduction="sum")
-        hits += int((out.logits.argmax(-1) == target).sum())
         n += len(target)
-        counts += torch.bincount(target, minlength=tok.vocab_size)
+        at_mask = b["ids"][b["targets"] != -100] == mask_id
+        hits += int((out.logits.argmax(-1) == target)[at_mask].sum())
+        n_mask += int(at_mask.sum())
+        counts += torch.bincount(target[at_mask], minlength=tok.vocab_size)
         nsp = out.extra["nsp_logits"].argmax(-1) == b["nsp_labels"]
         nsp_hits, n_pairs = nsp_hits + int(nsp.sum()), n_pairs + len(nsp)
     return {
         "loss": float(nll / n),
         "tokens": n,
-        "mlm_accuracy": hits / n,
-        "most_frequent_token_accuracy": float(counts.max() / n),
+        "mask_tokens": n_mask,
+        "mlm_accuracy": hits / n_mask,
+        "most_frequent_token_accuracy": float(counts.max() / n_mask),
         "nsp_accuracy": nsp_hits / n_pairs,
     }
 

@@ -362,3 +362,26 @@ def test_hit_and_miss_leave_the_random_state_alike(tmp_cache):
     random.seed(7), np.random.seed(7), torch.manual_seed(7)
     assert trainings() == 1
     assert miss == hit == draw()
+
+
+@pytest.mark.parametrize(
+    "module, call, name",
+    [
+        ("bert", "pretrained_bert", "bert-tiny-shakespeare"),
+        ("gpt", "pretrained_gpt", "gpt-tiny-lm"),
+        ("ulmfit", "pretrained_lstm", "ulmfit-tiny-general"),
+    ],
+)
+def test_fresh_seeds_re_seed_the_cached_pre_training(monkeypatch, module, call, name):
+    # a replication (PTLM_SEED_SET=fresh) must pre-train afresh, not reuse seed 0's run
+    import importlib
+
+    recipes = importlib.import_module(f"ptlm_lite.recipes.{module}")
+    monkeypatch.setattr(cache, "get", lambda n, retrain=False: cache.recipe(n))
+    runs = {}
+    for seed_set in ("main", "fresh"):
+        monkeypatch.setenv("PTLM_SEED_SET", seed_set)
+        runs[seed_set] = getattr(recipes, call)("tiny")
+    assert runs["main"].name == runs["fresh"].name == name
+    assert (runs["main"].seed, runs["fresh"].seed) == (0, 100)
+    assert runs["main"].key != runs["fresh"].key

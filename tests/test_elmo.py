@@ -240,3 +240,23 @@ def test_sense_scores_need_two_occurrences_of_each_sense():
     # one sense only: a left-out occurrence would have no other sense to compare with
     with pytest.raises(ValueError, match="two occurrences of each of the two senses"):
         R.sense_scores(torch.randn(2 * len(colour), 4).numpy(), [colour, colour])
+
+
+def test_corpus_holds_sentences_out_and_probes_each_sentence_once():
+    # the world writes ~830 distinct sentences: a draw of thousands repeats them, so
+    # "the sentences after the training draw" were 97% training sentences
+    train, heldout, probe, _ = R.corpus(3000, 80)
+    read = {tuple(s) for s in train}
+    assert len(train) == 3000 and len(heldout) == 80
+    assert not read & {tuple(s) for s in heldout}  # no language model reads them
+    assert len({tuple(s) for s in probe}) == len(probe)  # each distinct sentence once
+    assert {tuple(s) for s in heldout} <= {tuple(s) for s in probe}
+    assert read <= {tuple(s) for s in probe}
+    assert R.corpus(3000, 80)[1] == heldout  # seeded
+    senses = [R.sense_of(s) for s in probe if R.POLYSEMOUS in s]
+    assert senses.count("colour") >= 2 and senses.count("city") >= 2
+    for args, name in (((0, 80), "n_sentences"), ((10, 0), "n_heldout")):
+        with pytest.raises(ValueError, match=name):
+            R.corpus(*args)
+    with pytest.raises(ValueError, match="n_heldout must leave"):
+        R.corpus(10, len(probe))

@@ -226,3 +226,39 @@ def test_chance_macro_f1_counts_a_class_missing_from_the_test(tasks):
     guesses = np.random.default_rng(0).integers(task.n_labels, size=(400, len(labels)))
     simulated = np.mean([F.macro_f1(g, labels) for g in guesses])
     assert chance == pytest.approx(simulated, abs=0.01)
+
+
+def test_run_pairs_conditions_by_seed(tok, tasks, monkeypatch):
+    """Every condition of a seed trains on the same examples in the same order (and
+    a BERT's new head starts the same), and the seeds differ: what a paired verdict
+    assumes."""
+    import sys
+
+    T = sys.modules["ptlm_lite.train"]
+    task = small(tasks["kind_from_sentence"], 32, 8)
+    config = preset("bert-tiny", vocab_size=tok.vocab_size)
+    seen, real = {}, T.train
+
+    def spy(model, batches, **kw):
+        steps = [batches(i)["ids"].clone() for i in range(kw["steps"])]
+        seen.setdefault(model.tag, []).append(
+            (steps, model.classifier.weight.detach().clone())
+        )
+        return real(model, batches, **kw)
+
+    def tagged(name):
+        def make(seed):
+            model = F.bert_model(task, config)
+            model.tag = name
+            return model
+
+        return make
+
+    monkeypatch.setattr(T, "train", spy)
+    F.run(task, {n: tagged(n) for n in ("a", "b")}, tok, seeds=(0, 1), steps=3,
+          batch_size=4, surface=False)  # fmt: skip
+    for (ids_a, head_a), (ids_b, head_b) in zip(seen["a"], seen["b"]):
+        assert all(torch.equal(x, y) for x, y in zip(ids_a, ids_b))
+        assert torch.equal(head_a, head_b)
+    (ids_0, _), (ids_1, _) = seen["a"]
+    assert not all(torch.equal(x, y) for x, y in zip(ids_0, ids_1))

@@ -372,3 +372,16 @@ def test_task_head_without_the_auxiliary_loss_trains_the_same():
         grads.append(torch.cat([p.grad.flatten() for p in head.parameters()]))
     torch.testing.assert_close(losses[0], losses[1])
     torch.testing.assert_close(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("last", [[[-1]], [[8]], [[2.0]], [2]])
+def test_gpt_for_task_refuses_a_last_that_is_no_position(last):
+    # last = -1 used to pick the final state but mask every LM target: a NaN LM loss
+    from ptlm_lite.gpt import GPTForTask
+
+    m = GPTForTask(GPT(gpt_config("gpt-tiny", vocab_size=20), seed=0), 2)
+    ids = torch.randint(20, (1, 1, 8))
+    with pytest.raises(ValueError, match="last must be"):
+        m(ids, torch.tensor(last), labels=torch.tensor([1]))
+    out = m(ids, torch.tensor([[7]]), labels=torch.tensor([1]))
+    assert torch.isfinite(out.loss)

@@ -112,3 +112,20 @@ def test_unseen_scores_never_show_the_query():
     assert 0.15 < u.mean().item() < 0.35
     with pytest.raises(ValueError, match="n_inputs"):
         SymbolTasks(1, 2).unseen_scores(model, "shift", 2, torch.Generator(), [1])
+
+
+def test_scores_are_the_model_without_dropout_and_leave_its_mode():
+    from ptlm_lite.gpt import GPT, gpt_config
+
+    T, shots = SymbolTasks(4, 4), [0, 2]
+    cfg = gpt_config("gpt-tiny", vocab_size=T.vocab_size, dropout=0.5)
+    model = GPT(cfg, seed=0).train()
+    runs = [
+        T.shot_scores(model, "shift", 64, 5, torch.Generator().manual_seed(1), shots)
+        for _ in range(2)
+    ] + [
+        T.unseen_scores(model, "shift", 64, torch.Generator().manual_seed(1), shots)
+        for _ in range(2)
+    ]
+    assert torch.equal(runs[0]["correct"], runs[1]["correct"])  # no dropout draw
+    assert torch.equal(runs[2], runs[3]) and model.training  # its mode put back

@@ -89,6 +89,10 @@ def test_heldout_loss_is_the_stated_one(name, loaded):
     assert stated["what"] == shipped.HELDOUT[name]  # the same held-out text
     assert got["tokens"] == stated["tokens"]
     assert got["loss"] == pytest.approx(stated["loss"], abs=2e-3)
+    for k in ("mlm_accuracy", "most_frequent_token_accuracy", "nsp_accuracy"):
+        if k in stated:  # bert-fill's, at [MASK] only (most_frequent too)
+            assert got[k] == pytest.approx(stated[k], abs=2e-3), k
+    assert got.get("mask_tokens") == stated.get("mask_tokens")
     # fp16 storage costs (almost) nothing
     assert abs(stated["loss"] - stated["loss_fp32_weights"]) < 0.01
 

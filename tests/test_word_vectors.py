@@ -253,3 +253,10 @@ def test_exercise_solutions_pass_and_wrong_answers_fail():
     for name, wrong in WRONG_ANSWERS.items():
         for f in wrong:
             assert not E.check(name, f), (name, f.__name__)
+
+
+def test_world_sentences_are_every_sentence_a_draw_can_give_once():
+    every = R.world_sentences()
+    assert len({tuple(s) for s in every}) == len(every)
+    drawn, _ = R.world_corpus(20000)
+    assert {tuple(s) for s in drawn} == {tuple(s) for s in every}

@@ -1,7 +1,8 @@
 """The runs of ``chapters/elmo.ipynb``, kept apart from the models (``ptlm_lite.elmo``).
 
-* the corpus: the word-vector chapter's sentences about the synthetic world
-  (:func:`ptlm_lite.recipes.word_vectors.world_corpus`), where one city is named
+* the corpus (:func:`corpus`): the word-vector chapter's sentences about the synthetic
+  world (:func:`ptlm_lite.recipes.word_vectors.world_corpus`), some held out of
+  pre-training, and every distinct sentence once for the probes; one city is named
   "orange", also a colour; each sentence's template (:func:`relation_of`) and the sense
   of each "orange" (:func:`sense_of`);
 * :class:`WordTokenizer`: words (letters only, lower-cased) as tokens, with the special
@@ -20,6 +21,7 @@
 from __future__ import annotations
 
 import copy
+import random
 import re
 
 import numpy as np
@@ -32,7 +34,7 @@ from ..elmo import CoVe, ELMo, ELMoConfig, ScalarMix, BiLSTMLM, word_chars
 from ..output import IGNORE, Output, cross_entropy
 from ..rnn import concat_pool
 from ..word_vectors import words
-from .word_vectors import POLYSEMOUS, TEMPLATES, world_corpus
+from .word_vectors import POLYSEMOUS, TEMPLATES, world_corpus, world_sentences
 
 __all__ = [
     "POLYSEMOUS",
@@ -74,12 +76,36 @@ _REGEX = [
 ]
 
 
-def corpus(n_sentences: int, n_probe: int, seed: int = 0):
-    """``(train, probe, facts)``: ``n_sentences`` sentences to pre-train on, the next
-    ``n_probe`` of the same draw for the probes (the same facts, other sentences), and
-    the world's facts (``facts["kind"]``: city, country or colour of a word)."""
-    sentences, facts = world_corpus(n_sentences + n_probe, seed)
-    return sentences[:n_sentences], sentences[n_sentences:], facts
+def corpus(n_sentences: int, n_heldout: int, seed: int = 0):
+    """``(train, heldout, probe, facts)`` from the world of ``seed``.
+
+    The world writes only about 830 distinct sentences (each fact in each of its
+    templates: :func:`~ptlm_lite.recipes.word_vectors.world_sentences`), so a draw of
+    thousands repeats them and the sentences after a training draw are mostly in it.
+    Instead, ``probe`` is every distinct sentence once, in a seeded random order (the
+    probes' sentences: no sentence twice, so a probe's fit and test halves share none
+    and a left-out "orange" never meets its own copy); ``heldout`` is its first
+    ``n_heldout``, which no language model reads (the held-out loss); ``train`` is
+    ``n_sentences`` draws from the others, repeats included. ``facts`` is the world's
+    (``facts["kind"]``: city, country or colour of a word)."""
+    for name, v in (("n_sentences", n_sentences), ("n_heldout", n_heldout)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+    probe = world_sentences(seed)
+    random.Random(f"elmo/{seed}").shuffle(probe)
+    if n_heldout >= len(probe):
+        raise ValueError(
+            f"n_heldout must leave sentences to train on: the world has {len(probe)}, "
+            f"got n_heldout={n_heldout}"
+        )
+    heldout = probe[:n_heldout]
+    out = {tuple(s) for s in heldout}
+    train, facts, n = [], None, 2 * n_sentences
+    while len(train) < n_sentences:  # draws of the others, in the word-vector order
+        drawn, facts = world_corpus(n, seed)
+        train = [s for s in drawn if tuple(s) not in out][:n_sentences]
+        n *= 2
+    return train, heldout, probe, facts
 
 
 def relation_of(sentence: list[str]) -> str:

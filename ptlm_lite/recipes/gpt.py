@@ -25,6 +25,7 @@ import torch
 
 from ..device import scores_on_device
 from ..gpt import GPT, gpt_config
+from ..runtime import seeds
 
 __all__ = [
     "PRETRAIN",
@@ -141,13 +142,13 @@ def pretrained_gpt(scale: str = "tiny", retrain: bool = False) -> GPT:
     if scale not in PRETRAIN:
         raise ValueError(f"scale must be one of {sorted(PRETRAIN)}, got {scale!r}")
 
+    (seed,) = seeds((0,))  # another under PTLM_SEED_SET=fresh: another cache entry
+
     def train_fn(model):
-        model.history = pretrain_lm(model, scale)
+        model.history = pretrain_lm(model, scale, seed=seed)
 
     config = gpt_config(f"gpt-{scale}", vocab_size=tokenizer().vocab_size)
-    cache.register(
-        f"gpt-{scale}-lm", GPT, config, train_fn, version=str(PRETRAIN[scale])
-    )
+    cache.register(f"gpt-{scale}-lm", GPT, config, train_fn, str(PRETRAIN[scale]), seed)
     return cache.get(f"gpt-{scale}-lm", retrain=retrain)
 
 

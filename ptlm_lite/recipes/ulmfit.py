@@ -24,6 +24,7 @@ import torch
 from .. import ulmfit
 from ..device import eval_mode
 from ..rnn import LSTMClassifier, LSTMConfig, LSTMLM
+from ..runtime import seeds
 
 # the LM's sizes and each stage's run, per scale
 RUNS = {
@@ -114,9 +115,12 @@ def validation(scale: str = "tiny") -> dict[str, torch.Tensor]:
     }
 
 
-def pretrain_general(model: LSTMLM, scale: str = "tiny", progress: bool = True):
-    """Stage 1: next-token training on the plays (one learning rate, cosine decay).
-    Returns the History; ``evals`` holds the held-out loss on both domains."""
+def pretrain_general(
+    model: LSTMLM, scale: str = "tiny", progress: bool = True, seed: int = 0
+):
+    """Stage 1: next-token training on the plays (one learning rate, cosine decay;
+    ``seed``: the batches' order and dropout). Returns the History; ``evals`` holds the
+    held-out loss on both domains."""
     from ..train import train
 
     run = _check(scale)["general"]
@@ -124,7 +128,7 @@ def pretrain_general(model: LSTMLM, scale: str = "tiny", progress: bool = True):
     val = validation(scale)
     return train(
         model,
-        lm_batches(blocks, run["batch"]),
+        lm_batches(blocks, run["batch"], seed),
         steps=run["steps"],
         lr=run["lr"],
         warmup=run["steps"] // 10,
@@ -132,6 +136,7 @@ def pretrain_general(model: LSTMLM, scale: str = "tiny", progress: bool = True):
         betas=(0.9, 0.99),
         eval_fn=lambda m: {k: lm_loss(m, v) for k, v in val.items()},
         progress=progress,
+        seed=seed,
         desc=f"stage 1: general LM ({scale})",
     )
 
@@ -143,9 +148,10 @@ def pretrained_lstm(scale: str = "tiny", retrain: bool = False) -> LSTMLM:
     from .. import cache
 
     _check(scale)
+    (seed,) = seeds((0,))  # another under PTLM_SEED_SET=fresh: another cache entry
 
     def train_fn(model):
-        model.history = pretrain_general(model, scale)
+        model.history = pretrain_general(model, scale, seed=seed)
 
     cache.register(
         f"ulmfit-{scale}-general",
@@ -153,6 +159,7 @@ def pretrained_lstm(scale: str = "tiny", retrain: bool = False) -> LSTMLM:
         lm_config(scale),
         train_fn,
         version=str(RUNS[scale]["general"]),
+        seed=seed,
     )
     return cache.get(f"ulmfit-{scale}-general", retrain=retrain)
 

@@ -35,6 +35,7 @@ from ..word_vectors import (
 __all__ = [
     "POLYSEMOUS",
     "world_corpus",
+    "world_sentences",
     "shakespeare_corpus",
     "fit",
     "gensim_vectors",
@@ -75,6 +76,31 @@ def world_corpus(n_sentences: int = 6000, seed: int = 0, n_entities: int = 120):
     word: its one vector must serve both senses."""
     if not isinstance(n_sentences, int) or n_sentences < 1:
         raise ValueError(f"n_sentences must be an integer >= 1, got {n_sentences!r}")
+    facts, info = _world_facts(seed, n_entities)
+    rng = random.Random(f"word_vectors/{seed}")
+    sentences = []
+    for _ in range(n_sentences):
+        group, x, y, extra = rng.choice(facts)
+        sentences.append(words(rng.choice(TEMPLATES[group]).format(x=x, y=y, **extra)))
+    return sentences, info
+
+
+def world_sentences(seed: int = 0, n_entities: int = 120) -> list[list[str]]:
+    """Every distinct sentence :func:`world_corpus` can draw (each fact in each of its
+    templates), once, in a fixed order: the world is small (about 830 sentences at
+    120 entities), so a large draw repeats them; ``chapters/elmo.ipynb`` holds some out
+    of pre-training and probes each sentence once."""
+    facts, _ = _world_facts(seed, n_entities)
+    out = {}
+    for group, x, y, extra in facts:
+        for t in TEMPLATES[group]:
+            out.setdefault(tuple(words(t.format(x=x, y=y, **extra))), None)
+    return [list(s) for s in out]
+
+
+def _world_facts(seed: int, n_entities: int):
+    """The world's facts as ``(template group, x, y, extra fields)`` and the
+    ``{"country_of", "kind"}`` dictionary of :func:`world_corpus`."""
     world = make_world(seed, n_entities)
     name = {e.id: e.name.lower() for e in world.entities}
     cities = world.of_kind("city")
@@ -109,11 +135,6 @@ def world_corpus(n_sentences: int = 6000, seed: int = 0, n_entities: int = 120):
             ("job", first[p.id], a["occupation"], {}),
             ("colour", first[p.id], a["colour"], {}),
         ]
-    rng = random.Random(f"word_vectors/{seed}")
-    sentences = []
-    for _ in range(n_sentences):
-        group, x, y, extra = rng.choice(facts)
-        sentences.append(words(rng.choice(TEMPLATES[group]).format(x=x, y=y, **extra)))
     kind = {name[e.id]: e.kind for e in world.entities if e.kind in ("city", "country")}
     kind.update(
         {
@@ -132,7 +153,7 @@ def world_corpus(n_sentences: int = 6000, seed: int = 0, n_entities: int = 120):
     )
     kind[POLYSEMOUS] = "city and colour"
     country_of = {f[1]: f[2] for f in facts if f[0] == "city"}
-    return sentences, {"country_of": country_of, "kind": kind}
+    return facts, {"country_of": country_of, "kind": kind}
 
 
 def shakespeare_corpus(max_sentences: int = 20000) -> list[list[str]]:
