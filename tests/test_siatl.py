@@ -294,3 +294,19 @@ def test_recipe_conditions_and_the_lm_alone():
     assert got.tolist() == want
     with pytest.raises(ValueError, match="split must be"):
         recipe.lm_choice(lm, task, tok, split="dev")
+
+
+def test_conditions_start_each_seed_from_its_own_lm():
+    # one target LM per seed: a verdict then counts the LM runs as well as the heads
+    from ptlm_lite import suite
+    from ptlm_lite.recipes import siatl as recipe
+
+    task = suite.get("slot_filler").subset(8, 4)
+    lms = {s: LSTMLM(CFG, seed=s) for s in (3, 4)}
+    make, _ = recipe.conditions(task, {"target": lms}, CFG, steps=2, lr=1e-2)
+    for name in ("SiATL", "ULMFiT"):
+        for s, lm in lms.items():
+            got = make[name](s).lm.state_dict()
+            assert all(torch.equal(v, got[k]) for k, v in lm.state_dict().items())
+    with pytest.raises(ValueError, match="no LM for seed 5"):
+        make["SiATL"](5)

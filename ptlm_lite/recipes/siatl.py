@@ -38,7 +38,8 @@ PLANS = {
 def conditions(task, lms: dict, config: LSTMConfig, steps: int, lr: float, built=None):
     """``(make_model, train_kw)`` for :func:`ptlm_lite.finetune.run`, one entry per
     condition of :data:`PLANS`. ``lms``: the LMs the plans name, e.g. ``{"target":
-    stage-2 LM}``. ``built``: a dict that collects each condition's fine-tuned models
+    stage-2 LM}``, or ``{"target": {seed: stage-2 LM}}``: each seed's runs start from
+    their own LM. ``built``: a dict that collects each condition's fine-tuned models
     (``{name: [model per seed]}``), to measure their LMs after (forgetting).
     """
     if not isinstance(steps, int) or steps < 1:
@@ -52,7 +53,12 @@ def conditions(task, lms: dict, config: LSTMConfig, steps: int, lr: float, built
         def build(seed):
             src, how = PLANS[name]
             cls = LSTMClassifier if how == "ulmfit" else siatl.SiATLClassifier
-            model = cls(lms[src] if src else config, task.n_labels, mode=mode)
+            lm = lms[src] if src else config
+            if isinstance(lm, dict):  # one LM per seed
+                if seed not in lm:
+                    raise ValueError(f"lms[{src!r}] holds no LM for seed {seed}")
+                lm = lm[seed]
+            model = cls(lm, task.n_labels, mode=mode)
             if built is not None:
                 built.setdefault(name, []).append(model)
             return model
