@@ -285,11 +285,11 @@ class GPTForTask(Model):
         if (
             last.shape != (B, C)
             or last.is_floating_point()
-            or not ((last >= 0) & (last < T)).all()
-        ):  # a negative last would mask every LM target: a NaN LM loss
+            or not ((last >= 1) & (last < T)).all()
+        ):  # last <= 0 masks every LM target: the LM loss would silently be 0
             raise ValueError(
-                f"last must be ({B}, {C}) integer positions of [extract] in [0, {T}) "
-                f"(one per sequence of ids), got {last.tolist()}"
+                f"last must be ({B}, {C}) integer positions of [extract] in [1, {T}) "
+                f"(one per sequence of ids; 0 is [start]), got {last.tolist()}"
             )
         flat, flat_last = ids.view(B * C, T), last.view(B * C)
         pos = torch.arange(T, device=ids.device)[None]

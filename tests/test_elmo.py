@@ -255,7 +255,12 @@ def test_corpus_holds_sentences_out_and_probes_each_sentence_once():
     assert R.corpus(3000, 80)[1] == heldout  # seeded
     senses = [R.sense_of(s) for s in probe if R.POLYSEMOUS in s]
     assert senses.count("colour") >= 2 and senses.count("city") >= 2
-    for args, name in (((0, 80), "n_sentences"), ((10, 0), "n_heldout")):
+    bad = [
+        ((0, 80), "n_sentences"),
+        ((10, 0), "n_heldout"),
+        ((True, 80), "n_sentences"),
+    ]
+    for args, name in bad:
         with pytest.raises(ValueError, match=name):
             R.corpus(*args)
     with pytest.raises(ValueError, match="n_heldout must leave"):

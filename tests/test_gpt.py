@@ -374,9 +374,10 @@ def test_task_head_without_the_auxiliary_loss_trains_the_same():
     torch.testing.assert_close(grads[0], grads[1])
 
 
-@pytest.mark.parametrize("last", [[[-1]], [[8]], [[2.0]], [2]])
+@pytest.mark.parametrize("last", [[[-1]], [[0]], [[8]], [[2.0]], [2]])
 def test_gpt_for_task_refuses_a_last_that_is_no_position(last):
-    # last = -1 used to pick the final state but mask every LM target: a NaN LM loss
+    # last = -1 (or 0) used to pick a state but mask every LM target: the LM loss was
+    # silently 0
     from ptlm_lite.gpt import GPTForTask
 
     m = GPTForTask(GPT(gpt_config("gpt-tiny", vocab_size=20), seed=0), 2)

@@ -253,3 +253,20 @@ def test_wrong_answers_are_rejected(name, i):
 
     r = check(name, WRONG_ANSWERS[name][i])
     assert r.status == WRONG, r.message
+
+
+def test_conditions_start_each_seed_from_its_own_target_lm():
+    # one stage-2 LM per seed: a verdict then counts the LM runs as well as the heads
+    from ptlm_lite import suite
+    from ptlm_lite.recipes import ulmfit as recipe
+    from ptlm_lite.rnn import LSTMConfig, LSTMLM
+
+    cfg = LSTMConfig(vocab_size=50, d_embed=8, d_hidden=12, n_layer=3, dropout=0.0)
+    task = suite.get("slot_filler").subset(8, 4)
+    lms = {s: LSTMLM(cfg, seed=s) for s in (3, 4)}
+    make, _ = recipe.conditions(task, {"target": lms}, cfg, steps=2, lr=1e-2)
+    for s, lm in lms.items():
+        got = make["ULMFiT"](s).lm.state_dict()
+        assert all(torch.equal(v, got[k]) for k, v in lm.state_dict().items())
+    with pytest.raises(ValueError, match="no LM for seed 5"):
+        make["ULMFiT"](5)

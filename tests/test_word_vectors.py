@@ -118,6 +118,7 @@ def test_analogy_excludes_the_query_words():
         (lambda: W.analogy(torch.eye(2), ["x", "y"], "x", "y", "z"), "c"),
         (lambda: W.nearest(torch.eye(2), ["x", "y"], "x", k=0), "k"),
         (lambda: R.world_corpus(0), "n_sentences"),
+        (lambda: R.world_corpus(True), "n_sentences"),
         (lambda: R.misspell("ab", random.Random(0)), "word"),
     ],
 )

@@ -89,7 +89,7 @@ def corpus(n_sentences: int, n_heldout: int, seed: int = 0):
     ``n_sentences`` draws from the others, repeats included. ``facts`` is the world's
     (``facts["kind"]``: city, country or colour of a word)."""
     for name, v in (("n_sentences", n_sentences), ("n_heldout", n_heldout)):
-        if not isinstance(v, int) or v < 1:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
     probe = world_sentences(seed)
     random.Random(f"elmo/{seed}").shuffle(probe)

@@ -19,6 +19,7 @@ import torch
 from .. import siatl, ulmfit
 from ..device import eval_mode
 from ..rnn import LSTMClassifier, LSTMConfig, LSTMLM
+from .ulmfit import lm_for_seed
 
 # γ decays exponentially from START to END over the run (our choice: the LM loss
 # weighs as much as the task's at first and a tenth of it at the end)
@@ -53,11 +54,7 @@ def conditions(task, lms: dict, config: LSTMConfig, steps: int, lr: float, built
         def build(seed):
             src, how = PLANS[name]
             cls = LSTMClassifier if how == "ulmfit" else siatl.SiATLClassifier
-            lm = lms[src] if src else config
-            if isinstance(lm, dict):  # one LM per seed
-                if seed not in lm:
-                    raise ValueError(f"lms[{src!r}] holds no LM for seed {seed}")
-                lm = lm[seed]
+            lm = lm_for_seed(lms, src, seed) if src else config
             model = cls(lm, task.n_labels, mode=mode)
             if built is not None:
                 built.setdefault(name, []).append(model)

@@ -38,8 +38,9 @@ RUNS = {
     ),
     # "small": sized for <= 3 min of the chapter on one H100 (estimated, no GPU
     # measured): an LSTM of 3 x 256 at 32 x 64 tokens runs ~10 ms/step on a GPU
-    # (cuDNN), so 3,000 + 1,000 LM steps take ~40 s and the classifier runs
-    # (7 conditions x 5 seeds x 60 steps, ~5 ms each) ~10 s
+    # (cuDNN), so 3,000 general LM steps take ~30 s, the target LM's 1,000 steps
+    # once per seed (the ULMFiT and SiATL chapters) 5 x 10 s, and the classifier
+    # runs (7 conditions x 5 seeds x 60 steps, ~5 ms each) ~10 s
     "small": dict(
         model=dict(d_embed=128, d_hidden=256, n_layer=3, dropout=0.2),
         general=dict(chars=None, block=64, batch=32, steps=3000, lr=5e-3),
@@ -204,13 +205,25 @@ ABLATIONS = {
 }
 
 
+def lm_for_seed(lms: dict, src: str, seed: int):
+    """``lms[src]``, or, where that is ``{seed: LM}`` (one LM per seed), seed's."""
+    lm = lms[src]
+    if isinstance(lm, dict):
+        if seed not in lm:
+            raise ValueError(f"lms[{src!r}] holds no LM for seed {seed}")
+        lm = lm[seed]
+    return lm
+
+
 def conditions(task, lms: dict, config: LSTMConfig, steps: int, lr: float, built=None):
     """``(make_model, train_kw)`` for :func:`ptlm_lite.finetune.run`: ULMFiT, each
     ablation of :data:`ABLATIONS`, naive full fine-tuning (the target LM, every layer at
     one rate, BERT's linear schedule) and training from scratch (random weights, same).
-    ``lms``: ``{"target": stage-2 LM, "general": stage-1 LM}``. Gradual unfreezing
-    thaws one group per tenth of the steps. ``built``: a dict that collects the models
-    each condition fine-tuned (``{name: [model per seed]}``), to measure them after.
+    ``lms``: ``{"target": stage-2 LM, "general": stage-1 LM}``; a value may be
+    ``{seed: LM}``, so that each seed's runs start from their own LM
+    (:func:`lm_for_seed`). Gradual unfreezing thaws one group per tenth of the steps.
+    ``built``: a dict that collects the models each condition fine-tuned (``{name:
+    [model per seed]}``), to measure them after.
     """
     mode = "choice" if task.kind == "choice" else "classify"
     every = max(1, steps // 10)
@@ -225,7 +238,8 @@ def conditions(task, lms: dict, config: LSTMConfig, steps: int, lr: float, built
     def make(name):
         def build(seed):
             src = plans[name]["source"]
-            model = LSTMClassifier(lms[src] if src else config, task.n_labels, mode)
+            lm = lm_for_seed(lms, src, seed) if src else config
+            model = LSTMClassifier(lm, task.n_labels, mode)
             if built is not None:
                 built.setdefault(name, []).append(model)
             return model

@@ -74,7 +74,11 @@ def world_corpus(n_sentences: int = 6000, seed: int = 0, n_entities: int = 120):
     the world's facts, and the facts as ``{"country_of": {city: country}, "kind":
     {word: kind}}``. The first city is renamed ``POLYSEMOUS`` ("orange"), a colour
     word: its one vector must serve both senses."""
-    if not isinstance(n_sentences, int) or n_sentences < 1:
+    if (
+        isinstance(n_sentences, bool)
+        or not isinstance(n_sentences, int)
+        or n_sentences < 1
+    ):
         raise ValueError(f"n_sentences must be an integer >= 1, got {n_sentences!r}")
     facts, info = _world_facts(seed, n_entities)
     rng = random.Random(f"word_vectors/{seed}")
