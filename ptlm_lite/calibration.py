@@ -80,7 +80,9 @@ def simulate(
         e = np.clip(g.normal(0, seed_sd / 2, (2, seeds, 1)), -0.05, 0.05)
         v = np.clip(g.normal(0, item_sd, examples), -0.2, 0.2)  # (N,) per question
         gain = np.stack([effect + v, np.zeros(examples)])[:, None, :]  # (2, 1, N)
-        prob = np.clip(p + u + e + gain, 0.0, 1.0)  # (2, S, N); the clip never bites
+        prob = np.clip(
+            p + u + e + gain, 0.0, 1.0
+        )  # (2, S, N); bites only if effect < 0
         right = (g.random(prob.shape) < prob).astype(float)
         # the book's rule reads every answer; the old one per-seed accuracies (2, S)
         old = method == "seeds only"

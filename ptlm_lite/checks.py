@@ -12,7 +12,13 @@ import numbers
 
 import torch
 
-__all__ = ["check_number", "check_count", "check_weights", "check_generator"]
+__all__ = [
+    "check_number",
+    "check_count",
+    "check_seeds",
+    "check_weights",
+    "check_generator",
+]
 
 
 def check_number(name, value, low=0.0, strict=False, none=False, high=None):
@@ -41,6 +47,24 @@ def check_count(name, value, low=1):
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return value
+
+
+def check_seeds(seeds) -> list[int]:
+    """``seeds`` as a list: a non-empty sequence of distinct ints >= 0 (a seed named
+    twice repeats a run, and the interval of a verdict would count it twice)."""
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise TypeError(
+            f"seeds must be a sequence of ints, e.g. (0, 1, 2), got {seeds!r}"
+        )
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds is empty: give at least one seed, e.g. (0, 1, 2)")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
+            raise ValueError(f"seeds must hold ints >= 0, got {s!r} in {seeds}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds names a seed twice: {seeds}")
+    return [int(s) for s in seeds]
 
 
 def check_weights(model, steps) -> None:

@@ -6,9 +6,13 @@ scores on the same test examples (2-D). The variance of the estimate is a seed p
 spread of per-seed values: paired when seed ``i`` is shared across conditions, Welch's
 otherwise) plus, with 2-D rows, an example part (the spread over test examples of the
 per-example value, averaged over seeds); the degrees of freedom are
-Welch–Satterthwaite's and the quantile is ``scipy.stats``'. The rule that turns the
-interval into a verdict is :mod:`ptlm_lite.verdict`; ``book/replication.ipynb`` shows
-both at work.
+Welch–Satterthwaite's and the quantile is ``scipy.stats``'. The two parts overlap: the
+noise of one seed on one example is in both, so with 2-D rows the interval is wider
+than an exact 95% one (conservative: it errs towards "too noisy to tell"; the
+calibration on ``book/replication.ipynb`` measures how often it says "shows up" with no
+effect). Subtracting the overlap (a two-way ANOVA) would be exact on average but
+unstable with three seeds. The rule that turns the interval into a verdict is
+:mod:`ptlm_lite.verdict`; ``book/replication.ipynb`` shows both at work.
 """
 
 from __future__ import annotations
@@ -46,11 +50,19 @@ def t_quantile(p: float, df: float) -> float:
 
 def as_runs(values, where: str) -> np.ndarray:
     """``values`` as a float array: 1-D (one number per seed) or 2-D (seeds × test
-    examples), at least two seeds, all finite; or an error naming ``where``."""
+    examples), at least two seeds, all finite; or an error naming ``where``. A dict, a
+    set or a DataFrame is refused: iterating one gives its keys, an arbitrary order or
+    its column labels, not its measurements."""
     if isinstance(values, (str, bytes)) or np.isscalar(values):
         raise TypeError(
             f"{where} must be a list of numbers, one per seed (or one row of "
             f"per-example scores per seed), got {values!r}"
+        )
+    if isinstance(values, (Mapping, set, frozenset)) or hasattr(values, "columns"):
+        raise TypeError(
+            f"{where} must be a list or an array, one number (or row) per seed in seed "
+            f"order, got a {type(values).__name__} (use list(d.values()) or "
+            ".to_numpy())"
         )
     try:
         x = np.asarray(
@@ -131,7 +143,10 @@ def contrast(
     examples = n_ex.pop() if len(n_ex) == 1 else None
     if examples is not None:
         if examples < 2:
-            raise ValueError("per-example scores need at least 2 test examples")
+            raise ValueError(
+                f"per-example scores need at least 2 test examples; {list(names)} "
+                f"have {examples}"
+            )
         e = sum(wk * x.mean(axis=0) for wk, x in zip(w, arrays))
         parts.append((float(e.var(ddof=1) / e.size), e.size - 1))
         how += f" and {examples} test examples"
@@ -157,7 +172,12 @@ def check_results(results) -> dict[str, np.ndarray]:
             f"got {type(results).__name__}"
         )
     if not results:
-        raise ValueError("results is empty: it needs at least two conditions")
+        raise ValueError("results is empty: it needs at least one condition")
+    if len({str(k) for k in results}) != len(results):
+        raise ValueError(
+            f"results has keys that read the same as text: {list(results)}; name "
+            "each condition once"
+        )
     return {str(k): as_runs(v, f"results[{k!r}]") for k, v in results.items()}
 
 
@@ -182,7 +202,7 @@ def check_options(min_effect, level) -> tuple[float, float]:
         )
     if (
         isinstance(level, bool)
-        or not isinstance(level, (int, float))
+        or not isinstance(level, (int, float, np.floating))
         or not 0.5 <= level < 1
     ):
         raise ValueError(

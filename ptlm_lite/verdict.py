@@ -118,6 +118,18 @@ def _few_seeds(res: Mapping[str, np.ndarray], names) -> list[str]:
     return []
 
 
+def _flag(name: str, value, none: bool = False):
+    """``value`` as a bool: a string such as ``"False"`` is truthy, and would turn a
+    claim around without a word."""
+    if value is None and none:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(
+            f"{name} must be True or False{' or None' if none else ''}, got {value!r}"
+        )
+    return bool(value)
+
+
 def _as_baseline(baseline, where: str):
     """``(runs or None, mean)`` of a baseline given as a number or as measurements."""
     if isinstance(baseline, (int, float, np.floating, np.integer)) and not isinstance(
@@ -130,9 +142,10 @@ def _as_baseline(baseline, where: str):
     return base, float(seed_means(base).mean())
 
 
-def _against(name, x, base, base_mean, sign, paired, level) -> tuple:
+def _against(name, x, base, base_mean, sign, paired, level, what="baseline") -> tuple:
     """``(effect, low, high, examples)`` of condition ``x`` minus a baseline (a number
-    when ``base`` is None, else measurements), in the better direction."""
+    when ``base`` is None, else measurements), in the better direction; ``what``: the
+    baseline's argument name, for the errors."""
     if base is None:
         est, lo, hi, _, n_ex = contrast([x], [sign], False, level, [name])
         shift = sign * base_mean
@@ -140,10 +153,10 @@ def _against(name, x, base, base_mean, sign, paired, level) -> tuple:
     if paired and x.shape[0] != base.shape[0]:
         raise ValueError(
             f"paired=True needs as many seeds in results[{name!r}] "
-            f"({x.shape[0]}) as in the baseline ({base.shape[0]})"
+            f"({x.shape[0]}) as in the {what} ({base.shape[0]})"
         )
     est, lo, hi, _, n_ex = contrast(
-        [x, base], [sign, -sign], paired, level, [name, "baseline"]
+        [x, base], [sign, -sign], paired, level, [name, what]
     )
     return est, lo, hi, n_ex
 
@@ -161,7 +174,9 @@ def _floor_check(res, names, floor, floor_name, sign, paired, level, min_effect)
     base, mean = _as_baseline(floor, "floor")
     above = {}
     for name in names:
-        _, lo, hi, _ = _against(name, res[name], base, mean, sign, paired, level)
+        _, lo, hi, _ = _against(
+            name, res[name], base, mean, sign, paired, level, "floor"
+        )
         above[name] = rule(lo, hi, min_effect)
     return {"floor": mean, "floor_name": floor_name, "above_floor": above}
 
@@ -173,6 +188,13 @@ def _finish(
     (:data:`CANNOT_TEST` when a floor was given and no condition beats it), logged to
     ``$PTLM_VERDICT_LOG``: the one place where every verdict is made."""
     est, lo, hi = interval
+    if str(rest.get("method", "")).startswith("no spread"):
+        rest["notes"] = [  # instead of "the interval is wide" for few seeds
+            *[n for n in rest.get("notes", []) if not n.startswith("(Only")],
+            "(The difference is the same on every seed, and on every test example "
+            "where they are given: the interval has no width, and the verdict is only "
+            "as sure as these few runs.)",
+        ]
     said = rule(lo, hi, min_effect)
     above = floored.get("above_floor", {})
     cannot = bool(floored) and SHOWS_UP not in above.values()
@@ -246,7 +268,8 @@ def verdict(
             f"better and worse must name two different conditions, got {better!r} twice"
         )
     min_effect, level = check_options(min_effect, level)
-    sign = 1.0 if higher_is_better else -1.0
+    paired = _flag("paired", paired)
+    sign = 1.0 if _flag("higher_is_better", higher_is_better) else -1.0
     if paired and res[better].shape[0] != res[worse].shape[0]:
         raise ValueError(
             f"paired=True needs as many seeds in results[{better!r}] "
@@ -296,6 +319,7 @@ def trend(
     fmt: str = "{:.3g}",
     floor=None,
     floor_name: str = "the floor",
+    higher_is_better: bool | None = None,
 ) -> Verdict:
     """Does the measurement grow (``increasing=True``) or fall along ``order``, as the
     paper claims?
@@ -316,7 +340,10 @@ def trend(
     :func:`verdict`. The table shows whether every step goes the same way, and the
     sentence says when the means are not in order. ``floor``, ``floor_name``: as in
     :func:`verdict`; the verdict is :data:`CANNOT_TEST` when no condition of ``order``
-    beats the floor.
+    beats the floor, "beats" in the metric's better direction: ``higher_is_better``
+    (default: ``increasing``, a claim that the metric improves along ``order``; say it
+    for a claim that it gets worse, e.g. ``increasing=False, higher_is_better=True``
+    for an accuracy that falls).
     """
     res = check_results(results)
     if isinstance(order, str) or not isinstance(order, Sequence) or len(order) < 2:
@@ -335,6 +362,9 @@ def trend(
         )
     if np.any(np.diff(xs) <= 0):
         raise ValueError(f"x must increase along order, got {xs.tolist()}")
+    increasing, paired = _flag("increasing", increasing), _flag("paired", paired)
+    better = _flag("higher_is_better", higher_is_better, none=True)
+    better = increasing if better is None else better
     sign = 1.0 if increasing else -1.0
     dx = xs - xs.mean()
     weights = sign * dx / (dx * dx).sum() * float(xs[-1] - xs[0])
@@ -342,8 +372,9 @@ def trend(
         [res[k] for k in order], weights, paired, level, order
     )
     method = "least-squares slope of the means, " + method
+    toward = 1.0 if better else -1.0  # the floor is beaten in the better direction
     floored = _floor_check(
-        res, order, floor, floor_name, sign, paired, level, min_effect
+        res, order, floor, floor_name, toward, paired, level, min_effect
     )
     f = fmt.format
     claim = (
@@ -404,8 +435,11 @@ def beats_baseline(
     :func:`majority_baseline`; or chance, ``1 / n_classes``), or measurements like a
     condition's (random weights trained for equal steps, say: one number per seed, or
     rows of per-example scores). Against a number the interval is the one-sample one of
-    ``mean - baseline`` (over seeds, and over test examples when rows are given);
-    against measurements, as in :func:`verdict`.
+    ``mean - baseline`` (over seeds, and over test examples when rows are given), the
+    number taken as exact: a majority share measured on the same test set moves with
+    that set too, which such an interval does not count (to count it, give the
+    constant answer's 1/0 per test example as a row per seed); against measurements,
+    as in :func:`verdict`.
 
     Returns a pandas DataFrame, one row per condition: seeds, mean, std, baseline, the
     effect (how much better than the baseline) with its interval, the verdict, and
@@ -416,7 +450,8 @@ def beats_baseline(
     res = check_results(results)
     min_effect, level = check_options(min_effect, level)
     base, base_mean = _as_baseline(baseline, "baseline")
-    sign = 1.0 if higher_is_better else -1.0
+    paired = _flag("paired", paired)
+    sign = 1.0 if _flag("higher_is_better", higher_is_better) else -1.0
     pct, rows = f"{level:.0%}", []
     for name, x in res.items():
         est, lo, hi, n_ex = _against(name, x, base, base_mean, sign, paired, level)

@@ -262,3 +262,65 @@ def test_run_pairs_conditions_by_seed(tok, tasks, monkeypatch):
         assert torch.equal(head_a, head_b)
     (ids_0, _), (ids_1, _) = seen["a"]
     assert not all(torch.equal(x, y) for x, y in zip(ids_0, ids_1))
+
+
+class ByInput(nn.Module):
+    """An answer that depends on the input: the first token after [CLS], modulo the
+    number of classes, so that chunks scored out of order would show."""
+
+    def __init__(self, n_labels: int):
+        super().__init__()
+        self.n, self.w = n_labels, nn.Parameter(torch.zeros(1))
+
+    def forward(self, ids, segments=None, valid=None, labels=None):
+        return Output(logits=nn.functional.one_hot(ids[:, 1] % self.n, self.n).float())
+
+
+def test_evaluate_keeps_the_examples_in_order_across_chunks(tok, tasks):
+    task = tasks["kind_from_sentence"]
+    batch = F.encoder_batch(task, "test", tok)
+    want = (batch["ids"][:, 1] % task.n_labels).tolist()
+    for chunk in (7, 256):
+        out = F.evaluate(ByInput(task.n_labels), batch, chunk=chunk)
+        assert out["predictions"] == want and not out["constant"]
+        right = [float(p == e["label"]) for p, e in zip(want, task.test)]
+        assert out["correct"] == right
+
+
+def test_bad_sizes_are_refused_by_name(tok, tasks):
+    task = small(tasks["kind_from_sentence"])
+    train_batch, test_batch = F.batches(task, tok, decoder=False)
+    model = Constant(task.n_labels, 0)
+    for kw, name in [
+        (dict(batch_size=0), "batch_size"),  # would train nothing, with a loss of 0
+        (dict(batch_size=2.0), "batch_size"),
+        (dict(steps=0), "steps"),
+        (dict(seed=None), "seed"),
+    ]:
+        with pytest.raises(ValueError, match=f"{name} must be an integer"):
+            F.finetune(model, train_batch, **{"steps": 3, **kw})
+    with pytest.raises(ValueError, match="chunk must be an integer"):
+        F.evaluate(model, test_batch, chunk=0)
+    with pytest.raises(ValueError, match="max_len must be an integer >= 3"):
+        F.encoder_batch(task, "test", tok, max_len=2)  # would cut from the end
+    config = preset("bert-tiny", vocab_size=tok.vocab_size)
+    for seeds, match in [
+        ((), "seeds is empty"),
+        (0, "seeds must be a sequence"),
+        ((0.5,), "seeds must hold ints"),
+        ((1, 1), "seed twice"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=match):
+            F.run(task, lambda s: F.bert_model(task, config), tok, seeds=seeds, steps=1)
+
+
+def test_per_example_refuses_a_seed_counted_twice(tok, tasks):
+    pd = pytest.importorskip("pandas")
+    task = small(tasks["kind_from_sentence"])
+    config = preset("bert-tiny", vocab_size=tok.vocab_size)
+    table = F.run(
+        task, lambda s: F.bert_model(task, config), tok, seeds=(0, 1), steps=1
+    )
+    assert F.per_example(table, "model").shape == (2, len(task.test))
+    with pytest.raises(ValueError, match="seed of model='model' twice"):
+        F.per_example(pd.concat([table, table]), "model")

@@ -91,6 +91,11 @@ def test_rule_on_intervals():
     assert V.rule(-0.01, 0.05, m) == TOO_NOISY  # holds zero, reaches beyond
     # no effect measured exactly, and none required
     assert V.rule(0.0, 0.0, 0.0) == NO_EFFECT
+    # an interval that touches zero does not clear it; one that touches the minimum
+    # effect stays within it
+    assert V.rule(0.0, 0.05, m) == TOO_NOISY
+    assert V.rule(-0.05, 0.0, m) == TOO_NOISY
+    assert V.rule(-m, m, m) == NO_EFFECT
 
 
 KNOWN = [  # (a, b, paired, scipy's 95% interval of mean(a) - mean(b)): recomputed below
@@ -458,6 +463,82 @@ def test_a_floor_of_measurements_and_of_a_loss():
     assert beaten.verdict == SHOWS_UP and set(beaten.above_floor.values()) == {SHOWS_UP}
     unbeaten = verdict(res, **args, floor=[3.0, 3.05, 3.1], floor_name="unigram")
     assert unbeaten.verdict == CANNOT_TEST and unbeaten.rule_verdict == SHOWS_UP
+
+
+def test_trend_reads_x_not_the_ranks():
+    # means exactly 0.1 * x at x = 0, 1, 2, 6: the least-squares line through x
+    # predicts 0.6 from the first to the last; through the ranks it would say 0.57
+    x = [0, 1, 2, 6]
+    res = {f"x={v}": [0.1 * v - 0.01, 0.1 * v, 0.1 * v + 0.01] for v in x}
+    t = trend(res, order=list(res), x=x, min_effect=0.05)
+    assert t.effect == pytest.approx(0.6)
+    assert trend(res, order=list(res), min_effect=0.05).effect == pytest.approx(0.57)
+
+
+def test_a_falling_accuracy_is_judged_against_its_floor_upwards():
+    # accuracy falls from 0.9 to 0.4, all well above chance (0.25): the claim "falls"
+    # can be tested; the floor is beaten in the metric's direction, not the claim's
+    falls = {"a": [0.9, 0.88, 0.91], "b": [0.6, 0.62, 0.61], "c": [0.4, 0.41, 0.39]}
+    kw = dict(order=["a", "b", "c"], increasing=False, min_effect=0.05, floor=0.25)
+    t = trend(falls, higher_is_better=True, floor_name="chance", **kw)
+    assert t.verdict == SHOWS_UP and set(t.above_floor.values()) == {SHOWS_UP}
+    # a loss that grows, all worse than the unigram floor: nothing beats the floor
+    grows = {"a": [5.0, 5.1, 4.9], "b": [5.5, 5.6, 5.4]}
+    t = trend(
+        grows,
+        order=["a", "b"],
+        min_effect=0.05,
+        higher_is_better=False,
+        floor=4.5,
+        floor_name="unigram",
+    )
+    assert t.verdict == CANNOT_TEST and t.rule_verdict == SHOWS_UP
+
+
+def test_flags_must_be_booleans():
+    # "False" is truthy: it would turn the claim around without a word
+    with pytest.raises(TypeError, match="higher_is_better must be True or False"):
+        verdict(GOOD, better="a", worse="b", min_effect=0.01, higher_is_better="False")
+    with pytest.raises(TypeError, match="paired must be True or False"):
+        beats_baseline(GOOD, 0.5, min_effect=0.01, paired=1)
+    with pytest.raises(TypeError, match="increasing must be True or False"):
+        trend(GOOD, order=["a", "b"], min_effect=0.01, increasing="no")
+    assert verdict(
+        GOOD, better="a", worse="b", min_effect=0.01, higher_is_better=np.bool_(True)
+    ).verdict
+
+
+def test_containers_that_iterate_the_wrong_way_are_refused():
+    pd = pytest.importorskip("pandas")
+    for bad in (
+        {0: 0.9, 1: 0.91, 2: 0.92},
+        {0.9, 0.91, 0.92},
+        pd.DataFrame(np.ones((3, 4))),
+    ):
+        with pytest.raises(
+            TypeError, match=r"results\['a'\] must be a list or an array"
+        ):
+            verdict(
+                {"a": bad, "b": [0.5, 0.5, 0.51]},
+                better="a",
+                worse="b",
+                min_effect=0.05,
+            )
+    with pytest.raises(ValueError, match="keys that read the same as text"):
+        verdict(
+            {1: [0.9, 0.91], "1": [0.5, 0.51]}, better="1", worse="1", min_effect=0.05
+        )
+    # a NumPy level is a level
+    assert verdict(GOOD, better="a", worse="b", min_effect=0.01, level=np.float32(0.9))
+
+
+def test_an_interval_without_width_says_so():
+    v = verdict(
+        {"a": [0.8, 0.8], "b": [0.7, 0.7]}, better="a", worse="b", min_effect=0.05
+    )
+    assert (v.low, v.high) == pytest.approx((0.1, 0.1)) and v.verdict == SHOWS_UP
+    assert "has no width" in str(v) and "is wide" not in str(v)
+    assert "no width" not in str(verdict(GOOD, better="a", worse="b", min_effect=0.01))
 
 
 def test_trend_at_the_floor():

@@ -89,7 +89,7 @@ register_question(
     [
         "Choosing words is faster to compute than filling a budget of pieces.",
         "A budget of about four pieces rarely fits a long word, so Google's rule would "
-        "hide multi-piece words less often than BERT does: a second change.",
+        "hide the longest words less often than BERT does: a second change.",
         "A budget of pieces would hide more than 15% of the pieces in every pair.",
         "Google's rule can never hide a word of one piece.",
     ],
