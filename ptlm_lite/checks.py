@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Mapping, Set
 
+import numpy as np
 import torch
 
 __all__ = [
     "check_number",
     "check_count",
     "check_seeds",
+    "check_flag",
     "check_weights",
     "check_generator",
 ]
@@ -44,27 +47,49 @@ def check_number(name, value, low=0.0, strict=False, none=False, high=None):
 
 def check_count(name, value, low=1):
     """``value`` if it is an int (not a bool: ``True`` is not a count) >= ``low``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < low
+    ):
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return value
 
 
 def check_seeds(seeds) -> list[int]:
-    """``seeds`` as a list: a non-empty sequence of distinct ints >= 0 (a seed named
-    twice repeats a run, and the interval of a verdict would count it twice)."""
-    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+    """``seeds`` as a list: a non-empty sequence (list, tuple, range, array) of distinct
+    ints >= 0, in order (conditions are paired seed by seed, so a set or a dict, whose
+    order is not the caller's, is refused; a seed named twice repeats a run, and the
+    interval of a verdict would count it twice)."""
+    if isinstance(seeds, (str, bytes, Set, Mapping)) or not hasattr(seeds, "__iter__"):
         raise TypeError(
-            f"seeds must be a sequence of ints, e.g. (0, 1, 2), got {seeds!r}"
+            "seeds must be a sequence of ints in order, e.g. (0, 1, 2) or range(3), "
+            f"got {seeds!r}"
         )
     seeds = list(seeds)
     if not seeds:
         raise ValueError("seeds is empty: give at least one seed, e.g. (0, 1, 2)")
     for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
+        if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"seeds must hold ints, got {s!r} in {seeds}")
+        if s < 0:
             raise ValueError(f"seeds must hold ints >= 0, got {s!r} in {seeds}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds names a seed twice: {seeds}")
     return [int(s) for s in seeds]
+
+
+def check_flag(name: str, value, none: bool = False):
+    """``value`` as a bool (Python's or NumPy's): a string such as ``"False"`` is
+    truthy, and would turn a setting around without a word; None passes with
+    ``none``."""
+    if value is None and none:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(
+            f"{name} must be True or False{' or None' if none else ''}, got {value!r}"
+        )
+    return bool(value)
 
 
 def check_weights(model, steps) -> None:

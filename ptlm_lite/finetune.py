@@ -268,8 +268,8 @@ def finetune(
     from .train import train
 
     n = _size(train_batch)
-    for name, value, low in (("steps", steps, 1), ("batch_size", batch_size, 1)):
-        check_count(name, value, low)
+    check_count("steps", steps)
+    check_count("batch_size", batch_size)
     g = torch.Generator().manual_seed(check_count("seed", seed, low=0))
 
     def batch(step: int) -> dict:

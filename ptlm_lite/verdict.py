@@ -72,6 +72,7 @@ from .categories import (
     log,
     rule,
 )
+from .checks import check_flag
 from .intervals import (
     as_runs,
     check_name,
@@ -116,18 +117,6 @@ def _few_seeds(res: Mapping[str, np.ndarray], names) -> list[str]:
             f"uncertain; {RECOMMENDED_SEEDS} or more are recommended.)"
         ]
     return []
-
-
-def _flag(name: str, value, none: bool = False):
-    """``value`` as a bool: a string such as ``"False"`` is truthy, and would turn a
-    claim around without a word."""
-    if value is None and none:
-        return None
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(
-            f"{name} must be True or False{' or None' if none else ''}, got {value!r}"
-        )
-    return bool(value)
 
 
 def _as_baseline(baseline, where: str):
@@ -188,7 +177,7 @@ def _finish(
     (:data:`CANNOT_TEST` when a floor was given and no condition beats it), logged to
     ``$PTLM_VERDICT_LOG``: the one place where every verdict is made."""
     est, lo, hi = interval
-    if str(rest.get("method", "")).startswith("no spread"):
+    if lo == hi:  # no width: the same difference on every seed (and example)
         rest["notes"] = [  # instead of "the interval is wide" for few seeds
             *[n for n in rest.get("notes", []) if not n.startswith("(Only")],
             "(The difference is the same on every seed, and on every test example "
@@ -268,8 +257,8 @@ def verdict(
             f"better and worse must name two different conditions, got {better!r} twice"
         )
     min_effect, level = check_options(min_effect, level)
-    paired = _flag("paired", paired)
-    sign = 1.0 if _flag("higher_is_better", higher_is_better) else -1.0
+    paired = check_flag("paired", paired)
+    sign = 1.0 if check_flag("higher_is_better", higher_is_better) else -1.0
     if paired and res[better].shape[0] != res[worse].shape[0]:
         raise ValueError(
             f"paired=True needs as many seeds in results[{better!r}] "
@@ -362,8 +351,11 @@ def trend(
         )
     if np.any(np.diff(xs) <= 0):
         raise ValueError(f"x must increase along order, got {xs.tolist()}")
-    increasing, paired = _flag("increasing", increasing), _flag("paired", paired)
-    better = _flag("higher_is_better", higher_is_better, none=True)
+    increasing, paired = (
+        check_flag("increasing", increasing),
+        check_flag("paired", paired),
+    )
+    better = check_flag("higher_is_better", higher_is_better, none=True)
     better = increasing if better is None else better
     sign = 1.0 if increasing else -1.0
     dx = xs - xs.mean()
@@ -450,8 +442,8 @@ def beats_baseline(
     res = check_results(results)
     min_effect, level = check_options(min_effect, level)
     base, base_mean = _as_baseline(baseline, "baseline")
-    paired = _flag("paired", paired)
-    sign = 1.0 if _flag("higher_is_better", higher_is_better) else -1.0
+    paired = check_flag("paired", paired)
+    sign = 1.0 if check_flag("higher_is_better", higher_is_better) else -1.0
     pct, rows = f"{level:.0%}", []
     for name, x in res.items():
         est, lo, hi, n_ex = _against(name, x, base, base_mean, sign, paired, level)

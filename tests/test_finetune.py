@@ -304,13 +304,17 @@ def test_bad_sizes_are_refused_by_name(tok, tasks):
     with pytest.raises(ValueError, match="max_len must be an integer >= 3"):
         F.encoder_batch(task, "test", tok, max_len=2)  # would cut from the end
     config = preset("bert-tiny", vocab_size=tok.vocab_size)
-    for seeds, match in [
-        ((), "seeds is empty"),
-        (0, "seeds must be a sequence"),
-        ((0.5,), "seeds must hold ints"),
-        ((1, 1), "seed twice"),
+    for seeds, error, match in [
+        ((), ValueError, "seeds is empty"),
+        (0, TypeError, "seeds must be a sequence"),
+        ({0, 1}, TypeError, "in order"),  # a set's order is not the caller's
+        ({0: "a"}, TypeError, "in order"),
+        ((0.5,), TypeError, "seeds must hold ints"),
+        ((True,), TypeError, "seeds must hold ints"),
+        ((-1,), ValueError, "ints >= 0"),
+        ((1, 1), ValueError, "seed twice"),
     ]:
-        with pytest.raises((TypeError, ValueError), match=match):
+        with pytest.raises(error, match=match):
             F.run(task, lambda s: F.bert_model(task, config), tok, seeds=seeds, steps=1)
 
 

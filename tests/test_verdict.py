@@ -539,6 +539,8 @@ def test_an_interval_without_width_says_so():
     assert (v.low, v.high) == pytest.approx((0.1, 0.1)) and v.verdict == SHOWS_UP
     assert "has no width" in str(v) and "is wide" not in str(v)
     assert "no width" not in str(verdict(GOOD, better="a", worse="b", min_effect=0.01))
+    t = trend({"a": [0.1, 0.1], "b": [0.3, 0.3]}, order=["a", "b"], min_effect=0.05)
+    assert "has no width" in str(t) and "is wide" not in str(t)
 
 
 def test_trend_at_the_floor():
