@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 
 from .intervals import seed_means
@@ -214,8 +215,22 @@ class Verdict:
 
 
 def log(record: dict) -> None:
-    """Append one verdict to ``$PTLM_VERDICT_LOG`` (when set), one JSON line."""
+    """Append one verdict to ``$PTLM_VERDICT_LOG`` (when set), one JSON line, with
+    ``cell``: the execution count of the notebook cell that made it (so the synthesis
+    links each verdict to its section), where it runs in a notebook."""
     path = os.environ.get(LOG_VAR)
     if path:
+        cell = _cell()
+        record = record if cell is None else {**record, "cell": cell}
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
+
+
+def _cell() -> int | None:
+    """The execution count of the IPython cell running now; None outside IPython (the
+    package never imports IPython itself)."""
+    if "IPython" not in sys.modules:
+        return None
+    ip = sys.modules["IPython"].get_ipython()
+    count = getattr(ip, "execution_count", None)
+    return count if isinstance(count, int) and count > 0 else None

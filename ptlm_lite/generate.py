@@ -14,6 +14,8 @@ Introduced in ``chapters/gpt.ipynb``.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .device import eval_mode
@@ -25,10 +27,12 @@ def _check(temperature, top_k, top_p, vocab_size: int) -> None:
     if (
         isinstance(temperature, bool)
         or not isinstance(temperature, (int, float))
+        or not math.isfinite(temperature)
         or temperature < 0
     ):
         raise ValueError(
-            f"temperature must be a number >= 0 (0 = greedy), got {temperature!r}"
+            f"temperature must be a finite number >= 0 (0 = greedy), got "
+            f"{temperature!r}"
         )
     if top_k is not None and (
         isinstance(top_k, bool)
@@ -81,7 +85,10 @@ def sample_next(
     _check(temperature, top_k, top_p, logits.shape[-1])
     if temperature == 0:
         return logits.argmax(-1)
-    probs = filter_logits(logits.float() / temperature, top_k, top_p).softmax(-1)
+    z = filter_logits(logits.float(), top_k=top_k)  # the same k at any temperature
+    # shifted so that the largest is 0: a tiny temperature cannot overflow to inf
+    z = (z - z.max(-1, keepdim=True).values) / temperature
+    probs = filter_logits(z, top_p=top_p).softmax(-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 

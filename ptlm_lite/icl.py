@@ -34,10 +34,12 @@ Chapter: ``chapters/gpt3.ipynb`` (few-shot in-context learning).
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import torch
 
+from .checks import check_count
 from .device import eval_mode, scores_on_device
 from .output import IGNORE
 
@@ -54,6 +56,25 @@ def _device(model) -> torch.device:
         return torch.device("cpu")
 
 
+def _shots(shots, below: int | None = None) -> list[int]:
+    """``shots`` as a non-empty list of ints >= 0 (and < ``below``: the demonstrations
+    a sequence holds), else an error naming it."""
+    if isinstance(shots, (str, bytes)) or not hasattr(shots, "__iter__"):
+        raise TypeError(
+            f"shots must be a sequence of ints, e.g. (0, 1, 4), got {shots!r}"
+        )
+    shots = list(shots)
+    top = "" if below is None else f" and < pairs={below}"
+    for k in shots:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise TypeError(f"shots must hold ints, got {k!r} in {shots}")
+        if k < 0 or (below is not None and k >= below):
+            raise ValueError(f"shots must hold ints >= 0{top}, got {k} in {shots}")
+    if not shots:
+        raise ValueError("shots is empty: give at least one, e.g. (0, 1, 4)")
+    return [int(k) for k in shots]
+
+
 @dataclass(frozen=True)
 class SymbolTasks:
     """Token layout: 0 = [BOS]; 1..K = queries ``x0..x{K-1}``; then K·M answers
@@ -66,11 +87,8 @@ class SymbolTasks:
     BOS = 0
 
     def __post_init__(self):
-        if self.n_inputs < 1 or self.n_labels < 2:
-            raise ValueError(
-                f"need n_inputs >= 1 and n_labels >= 2, got {self.n_inputs}, "
-                f"{self.n_labels}"
-            )
+        check_count("n_inputs", self.n_inputs, 1)
+        check_count("n_labels", self.n_labels, 2)
 
     @property
     def vocab_size(self) -> int:
@@ -140,7 +158,20 @@ class SymbolTasks:
         if isinstance(families, str):
             families = (families,)
         if mapping is not None:
-            maps = torch.as_tensor(mapping).reshape(1, -1).expand(n, -1)
+            maps = torch.as_tensor(mapping)
+            K, M = self.n_inputs, self.n_labels
+            if (
+                maps.shape != (K,)
+                or maps.is_floating_point()
+                or maps.dtype == torch.bool
+                or (maps < 0).any()
+                or (maps >= M).any()
+            ):
+                raise ValueError(
+                    f"mapping must give one label in [0, {M}) for each of the {K} "
+                    f"inputs, got {mapping!r}"
+                )
+            maps = maps.long().reshape(1, -1).expand(n, -1)
         else:
             fam = torch.randint(len(families), (n,), generator=g)
             maps = torch.empty(n, self.n_inputs, dtype=torch.long)
@@ -184,12 +215,12 @@ class SymbolTasks:
         copying scores on that query, in expectation: 1 if seen, else ``1 /
         n_labels``), and ``y`` (the right labels).
         """
+        k = torch.as_tensor(_shots(shots, pairs), dtype=torch.long)
         b = self.sequences(n, pairs, family, g)
         dev = _device(model)  # scored where the model is (the GPU, say)
         with eval_mode(model):  # no dropout: a score is the model's, not a draw
             logits = model(b["ids"].to(dev)).logits[:, 1::2].float().cpu()  # (n, P, V)
         correct = (self.label_logits(logits, b["x"]).argmax(-1) == b["y"]).float()
-        k = torch.as_tensor(list(shots), dtype=torch.long)
         seen = b["seen"][:, k]
         return {
             "correct": correct[:, k],
@@ -213,7 +244,7 @@ class SymbolTasks:
         """
         if self.n_inputs < 2:
             raise ValueError("an unseen query needs n_inputs >= 2")
-        shots = list(shots)
+        shots = _shots(shots)
         maps = self.mappings(family, n, g)  # (n, K)
         q = torch.randint(self.n_inputs, (n,), generator=g)
         # inputs other than q: draw from K - 1 and skip q

@@ -44,12 +44,23 @@ def macro_f1(predictions, labels) -> float:
 
 def scores(predictions, labels, n_labels: int | None = None) -> dict:
     """``{"accuracy", "macro_f1", "constant"}`` of ``predictions`` against
-    ``labels``."""
-    p, y = np.asarray(predictions).ravel(), np.asarray(labels).ravel()
-    if n_labels is not None and len(p) and (p.min() < 0 or p.max() >= n_labels):
+    ``labels``: two 1-D sequences of class ids of the same length, in ``[0,
+    n_labels)`` when ``n_labels`` is given."""
+    p, y = np.asarray(predictions), np.asarray(labels)
+    for name, a in (("predictions", p), ("labels", y)):
+        if a.ndim != 1:
+            raise ValueError(
+                f"{name} must be 1-D (one class id per example), got shape {a.shape}"
+            )
+        if n_labels is not None and len(a) and (a.min() < 0 or a.max() >= n_labels):
+            raise ValueError(
+                f"{name} must be in [0, {n_labels}), got values in [{a.min()}, "
+                f"{a.max()}]"
+            )
+    if len(p) != len(y):
         raise ValueError(
-            f"predictions must be in [0, {n_labels}), got values in [{p.min()}, "
-            f"{p.max()}]"
+            f"predictions and labels must have one entry per example each, got "
+            f"{len(p)} and {len(y)}"
         )
     return {
         "accuracy": float(np.mean(p == y)),

@@ -30,7 +30,7 @@ from typing import Callable
 
 import torch
 
-from .checks import check_count
+from .checks import check_count, check_number
 
 __all__ = ["Context", "KINDS", "context", "dependence", "kind_of"]
 
@@ -74,6 +74,7 @@ def dependence(
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.is_floating_point():
         raise ValueError(f"ids must be a (B, T) integer tensor, got {ids!r:.60}")
     vocab_size = check_count("vocab_size", vocab_size, 2)
+    tol = check_number("tol", tol, 0.0)  # a negative tol would call every output moved
     if not 0 <= low < vocab_size - 1:
         raise ValueError(
             f"low must be in [0, vocab_size - 1) = [0, {vocab_size - 1}), got {low}"
@@ -92,7 +93,7 @@ def dependence(
         moved = ids.clone()
         moved[:, j] = (ids[:, j] - low + 1 + j % (span - 1)) % span + low
         delta = (run(moved).float() - base).abs()
-        D[:, j] = delta.flatten(2).amax(dim=(0, 2)) > scale
+        D[:, j] = delta.reshape(*ids.shape, -1).amax(dim=(0, 2)) > scale  # (B, T) too
     return D
 
 

@@ -111,13 +111,23 @@ def make_id(text: str) -> str:
     return re.sub(r"^[-0-9]+|-+$", "", s)
 
 
-def section_of(nb: dict, claim: str) -> tuple[str, str] | None:
+def section_of(nb: dict, claim: str, start: int = 0) -> tuple[str, str] | None:
     """``(heading, anchor)`` of the section that printed ``claim``: the nearest ``##``
-    heading above the first cell whose output names the claim, else the first whose
-    code or output names its metric (a table of :func:`~ptlm_lite.verdict.
-    beats_baseline` shows conditions, not claims); ``None`` if neither. Chapter: the
-    synthesis."""
-    m = re.search(r" on (.+?)(?: \((?:higher|lower) is better\))?$", claim)
+    heading above the first cell (from cell ``start`` on) whose output names the claim,
+    else the first whose code or output names its metric (a table of
+    :func:`~ptlm_lite.verdict.beats_baseline` shows conditions, not claims); ``None`` if
+    neither. Chapter: the synthesis."""
+    found = _section(nb, claim, start)
+    return found[:2] if found else None
+
+
+def _section(nb: dict, claim: str, start: int = 0) -> tuple[str, str, int] | None:
+    """:func:`section_of` with the index of the cell found, so that the next verdict,
+    printed later, is looked for from there on."""
+    # the metric follows the first " on " after " beats " ("trained on SOP beats the
+    # baseline on SOP accuracy": SOP accuracy)
+    against = claim.split(" beats ", 1)[-1]
+    m = re.search(r" on (.+?)(?: \((?:higher|lower) is better\))?$", against)
     tests = [lambda src, out: claim in out]
     if m:
         metric = m.group(1)
@@ -126,15 +136,33 @@ def section_of(nb: dict, claim: str) -> tuple[str, str] | None:
         tests.append(lambda src, out: short in src)
     for test in tests:
         heading = None
-        for c in nb.get("cells", []):
+        for i, c in enumerate(nb.get("cells", [])):
             src = "".join(c.get("source", []))
             if c["cell_type"] == "markdown":
                 found = re.findall(r"^##+ (.+)$", src, re.M)
                 heading = found[-1].strip() if found else heading
                 continue
+            if i < start:
+                continue
             out = json.dumps(c.get("outputs", []), ensure_ascii=False)
             if heading and test(src, out):
-                return heading, make_id(heading)
+                return heading, make_id(heading), i
+    return None
+
+
+def _section_at(nb: dict, count) -> tuple[str, str, int] | None:
+    """``(heading, anchor, index)`` of the section holding the code cell whose
+    execution count is ``count`` (a verdict's ``cell``, logged as it was made); None
+    when there is no such cell or no heading above it."""
+    if not isinstance(count, int):
+        return None
+    heading = None
+    for i, c in enumerate(nb.get("cells", [])):
+        if c["cell_type"] == "markdown":
+            found = re.findall(r"^##+ (.+)$", "".join(c.get("source", [])), re.M)
+            heading = found[-1].strip() if found else heading
+        elif c.get("execution_count") == count:
+            return (heading, make_id(heading), i) if heading else None
     return None
 
 
@@ -219,11 +247,14 @@ def scoreboard(root=None, chapters=None, names=None):
             continue
         fresh = _pair(rec["tiny"], rec["fresh"])
         small = _pair(rec["tiny"], rec["small"])
-        sec = None
+        sec, start = None, 0
         for v, f, s in zip(rec["tiny"], fresh, small):
-            # verdicts print in order: one whose section is not found by its text
-            # belongs to the section of the one before it
-            sec = section_of(rec["nb"], v["claim"]) or sec
+            # verdicts print in order: each is looked for from the cell of the one
+            # before it on, and one whose section is not found by its text belongs to
+            # the section of the one before it
+            at = _section_at(rec["nb"], v.get("cell"))
+            sec = at or _section(rec["nb"], v["claim"], start) or sec
+            start = sec[2] if sec else start
             row = dict(base, claim=v["claim"], experiment=sec[0] if sec else "")
             if sec:
                 row["link"] = f"{stem}.html#{sec[1]}"
@@ -274,16 +305,25 @@ def replication_summary(board) -> dict:
 
 
 def pretraining_gains(board) -> dict:
-    """{chapter: "task: effect [low, high] (verdict)"} from a scoreboard's "pre-trained
-    beats random init on ..." rows: what the chapters measured of pre-training against
-    a random-weights model of the same shape, read from their records. Chapter: the
-    synthesis."""
+    """{chapter: "task: effect [low, high] (verdict)"} from a scoreboard's rows that
+    compare a trained model with the same network's random weights ("pre-trained beats
+    random init on ...", "text infilling beats random weights on ...", "ELMo layer 2
+    beats ELMo layer 2, random weights on ..."): what the chapters measured of
+    pre-training against a random-weights model of the same shape, read from their
+    records. Chapter: the synthesis."""
     out: dict[str, list[str]] = {}
-    pat = r"^pre-trained[^,]*(?:, .*)? beats random init"
-    rows = board[board["claim"].str.contains(pat, na=False)]
-    for _, r in rows.iterrows():
-        who = r["claim"].split(" beats ", 1)[0]
-        task = r["claim"].split(" on ", 1)[1].split(" (")[0]
+    for _, r in board.iterrows():
+        if " beats " not in str(r["claim"]):
+            continue
+        who, rest = str(r["claim"]).split(" beats ", 1)
+        against, _, task = rest.partition(" on ")
+        if (
+            not task
+            or who.startswith("random")
+            or not re.search(r"\brandom (?:init|weights)\b", against)
+        ):
+            continue  # "LSH beats random": random buckets, not random weights
+        task = task.split(" (higher")[0].split(" (lower")[0]
         task = task if who == "pre-trained" else f"{task}, {who}"
         out.setdefault(r["chapter"], []).append(
             f"{task}: {r['interval']} ({r['tiny']})"

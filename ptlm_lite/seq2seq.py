@@ -35,6 +35,7 @@ Chapters: ``chapters/bart.ipynb``, ``chapters/t5.ipynb``, ``chapters/pegasus.ipy
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -42,7 +43,7 @@ import numpy as np
 import torch
 
 from .checks import check_generator
-from .device import device_of
+from .device import device_of, eval_mode
 from .output import IGNORE
 
 __all__ = [
@@ -212,8 +213,10 @@ def greedy(model, src, *, bos_id: int, eos_id: int, max_new_tokens: int | None =
     runs on the newest token only, its keys and values cached (equal to re-running the
     whole prefix: a test checks). ``src`` is moved to wherever the model is."""
     n = _check_decoding(model, src, bos_id, eos_id, max_new_tokens)
-    model.eval()
-    return model.generate(src.to(device_of(model)), bos_id, eos_id, max_new_tokens=n)
+    with eval_mode(model):  # no dropout; the model's mode is put back after
+        return model.generate(
+            src.to(device_of(model)), bos_id, eos_id, max_new_tokens=n
+        )
 
 
 def _reorder(cache: list, rows: torch.Tensor) -> None:
@@ -249,7 +252,14 @@ def beam_search(
         raise ValueError(f"beams must be a positive integer, got {beams!r}")
     if not isinstance(length_penalty, (int, float)) or isinstance(length_penalty, bool):
         raise TypeError(f"length_penalty must be a number, got {length_penalty!r}")
-    model.eval()
+    if not math.isfinite(length_penalty):  # NaN scores would pick an arbitrary beam
+        raise ValueError(f"length_penalty must be finite, got {length_penalty!r}")
+    with eval_mode(model):  # no dropout; the model's mode is put back after
+        return _beam_search(model, src, bos_id, eos_id, beams, n, length_penalty)
+
+
+def _beam_search(model, src, bos_id, eos_id, beams, n, length_penalty):
+    """:func:`beam_search` once its arguments are checked (``n``: the new tokens)."""
     src = src.to(device_of(model))  # decoded wherever the model is
     B, K, V = src.shape[0], beams, model.config.vocab_size
     if n == 0:  # nothing to write, as greedy decoding
@@ -347,6 +357,8 @@ def rouge(predictions, references, types=_ROUGE_TYPES) -> dict[str, np.ndarray]:
         bad = [t for t in texts if not isinstance(t, str)]
         if bad:
             raise TypeError(f"{name} must hold strings, got {type(bad[0]).__name__}")
+    if not predictions:  # the mean of no scores is NaN
+        raise ValueError("predictions and references are empty: give at least one pair")
     unknown = set(types) - set(_ROUGE_TYPES)
     if unknown or not types:
         raise ValueError(f"types must be among {_ROUGE_TYPES}, got {tuple(types)}")

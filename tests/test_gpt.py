@@ -201,10 +201,20 @@ def test_filter_logits_top_k_and_top_p():
     assert set(draws.flatten().tolist()) == {0, 1}
 
 
+def test_a_tiny_temperature_is_greedy_and_top_k_holds_at_any_temperature():
+    logits = torch.tensor([[1.0, 2.0, 3.0, 0.5], [0.0, -1.0, 0.2, 4.0]])
+    g = torch.Generator().manual_seed(0)
+    assert sample_next(logits, 1e-45, generator=g).tolist() == [2, 3]  # no overflow
+    for _ in range(20):
+        assert sample_next(logits, 1e30, top_k=1, generator=g).tolist() == [2, 3]
+
+
 @pytest.mark.parametrize(
     "kwargs, word",
     [
         (dict(temperature=-0.5), "temperature"),
+        (dict(temperature=float("nan")), "temperature"),  # torch's error named nothing
+        (dict(temperature=float("inf")), "temperature"),  # top_k=1 drew from all
         (dict(top_p=0.0), "top_p"),
         (dict(top_p=1.5), "top_p"),
         (dict(top_k=0), "top_k"),

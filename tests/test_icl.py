@@ -129,3 +129,27 @@ def test_scores_are_the_model_without_dropout_and_leave_its_mode():
     ]
     assert torch.equal(runs[0]["correct"], runs[1]["correct"])  # no dropout draw
     assert torch.equal(runs[2], runs[3]) and model.training  # its mode put back
+
+
+def test_bad_shots_mappings_and_sizes_name_the_argument():
+    T, g = SymbolTasks(4, 4), torch.Generator().manual_seed(0)
+    model = _Copier(T)
+    for shots, error, match in [
+        ([-1], ValueError, r"shots must hold ints >= 0 and < pairs=5"),  # was row -1
+        ([5], ValueError, "< pairs=5"),  # was a bare IndexError
+        ([1.0], TypeError, "shots must hold ints"),
+        ([], ValueError, "shots is empty"),
+        (3, TypeError, "shots must be a sequence"),
+    ]:
+        with pytest.raises(error, match=match):
+            T.shot_scores(model, "shift", 2, 5, g, shots)
+    with pytest.raises(ValueError, match="shots is empty"):
+        T.unseen_scores(model, "shift", 2, g, [])
+    with pytest.raises(ValueError, match=r"mapping must give one label in \[0, 4\)"):
+        T.sequences(2, 3, "shift", g, mapping=[4, 4, 4, 4])  # wrote other tokens
+    with pytest.raises(ValueError, match="mapping"):
+        T.sequences(2, 3, "shift", g, mapping=[0, 1, 2])
+    with pytest.raises(ValueError, match="n_inputs must be an integer"):
+        SymbolTasks(2.5, 3)
+    with pytest.raises(ValueError, match="n_labels must be an integer >= 2"):
+        SymbolTasks(4, 1)

@@ -4,6 +4,8 @@ XLNet under an order permutation, and Transformer-XL fed in segments segment-rec
 (issue 31), and fail nothing silently."""
 
 import pytest
+
+NAN = float("nan")
 import torch
 
 from ptlm_lite import masks, probe
@@ -89,6 +91,8 @@ def test_kind_of_by_hand():
         (lambda: probe.dependence(lambda x: x[..., None], ids(), 1), "vocab_size"),
         (lambda: probe.dependence(lambda x: x[..., None], ids(), V, low=V), "low"),
         (lambda: probe.dependence(lambda x: x.sum(1), ids(), V), "run"),
+        (lambda: probe.dependence(lambda x: x[..., None], ids(), V, tol=-1), "tol"),
+        (lambda: probe.dependence(lambda x: x[..., None], ids(), V, tol=NAN), "tol"),
         (lambda: probe.kind_of(torch.ones(3, 3)), "D"),
         (lambda: probe.kind_of(torch.ones(1, 1, dtype=torch.bool)), "D"),
     ],
@@ -96,3 +100,10 @@ def test_kind_of_by_hand():
 def test_bad_input_names_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_outputs_of_shape_b_t_are_probed():
+    # one number per position (the docstring's (B, T, ...) with nothing after T)
+    causal = lambda x: x.float().cumsum(1)  # noqa: E731
+    D = probe.dependence(causal, ids(), V)
+    assert probe.kind_of(D).kind == "left-to-right"

@@ -372,3 +372,20 @@ def test_constant_summary_is_chosen_on_training_summaries_and_scored_per_example
         constant_summary(train, test, candidates=0)
     with pytest.raises(ValueError, match="non-empty"):
         constant_summary([], test)
+
+
+def test_decoding_puts_the_models_mode_back_and_refuses_a_nan_penalty():
+    model, src = tiny(), SRC
+    model.train()
+    S.greedy(model, src, bos_id=BOS, eos_id=EOS, max_new_tokens=3)
+    assert model.training  # decoding ran without dropout, then gave the mode back
+    S.beam_search(model, src, bos_id=BOS, eos_id=EOS, beams=2, max_new_tokens=3)
+    assert model.training
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="length_penalty must be finite"):
+            S.beam_search(model, src, bos_id=BOS, eos_id=EOS, length_penalty=bad)
+
+
+def test_rouge_of_nothing_is_an_error_not_nan():
+    with pytest.raises(ValueError, match="empty"):
+        S.rouge([], [])

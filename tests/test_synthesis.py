@@ -46,7 +46,10 @@ def test_every_chapter_has_its_verdicts_in_the_scoreboard(board, stem):
     assert rows["claim"].tolist() == [v["claim"] for v in rec["tiny"]]
     assert rows["tiny"].tolist() == [v["verdict"] for v in rec["tiny"]]
     assert rows["effect"].tolist() == [v["effect"] for v in rec["tiny"]]
-    assert rows["link"].str.startswith(f"{stem}.html").all()
+    assert rows["link"].str.startswith(f"{stem}.html#").all()
+    # every verdict records the cell that made it, and so finds its section
+    assert all(isinstance(v.get("cell"), int) for v in rec["tiny"])
+    assert (rows["experiment"] != "").all()
 
 
 def test_fresh_seed_verdicts_are_paired_by_claim(board):
@@ -106,6 +109,53 @@ def test_sections_are_found_and_slugged():
         "an-experiment",
     )
     assert scoreboard.section_of(nb, "C beats D on z") is None
+
+
+def test_a_verdict_is_placed_by_its_cell_then_by_its_text_in_order():
+    nb = {"cells": [
+        {"cell_type": "markdown", "source": ["## 1. First"]},
+        {"cell_type": "code", "execution_count": 1, "source": ["acc"], "outputs": []},
+        {"cell_type": "markdown", "source": ["## 2. Second"]},
+        {"cell_type": "code", "execution_count": 2, "source": ["acc"], "outputs": []},
+    ]}  # fmt: skip
+    assert scoreboard._section_at(nb, 2) == ("2. Second", "second", 3)
+    assert (
+        scoreboard._section_at(nb, 7) is None
+        and scoreboard._section_at(nb, None) is None
+    )
+    # by text: the metric after " beats ... on ", looked for from cell `start` on
+    claim = "trained on x beats the baseline on acc"
+    assert scoreboard._section(nb, claim) == ("1. First", "first", 1)
+    assert scoreboard._section(nb, claim, start=2) == ("2. Second", "second", 3)
+
+
+def test_fresh_verdicts_pair_by_claim_and_occurrence():
+    a, b = dict(claim="A", verdict="x"), dict(claim="B", verdict="y")
+    main = [a, b, dict(a, verdict="z")]
+    other = [dict(b, verdict="y2"), dict(a, verdict="x2"), dict(a, verdict="z2")]
+    got = scoreboard._pair(main, other)
+    assert [g["verdict"] for g in got] == ["x2", "y2", "z2"]
+    assert scoreboard._pair(main, [dict(a, verdict="x2")])[1:] == [None, None]
+
+
+def test_pretraining_gains_read_every_comparison_with_random_weights():
+    pd = pytest.importorskip("pandas")
+    claims = [
+        "pre-trained beats random init on t (higher is better)",
+        "text infilling beats random weights on facts (higher is better)",
+        "ELMo layer 2 beats ELMo layer 2, random weights on sense (higher is better)",
+        "LSH beats random on agreement (higher is better)",  # random buckets
+        "random init beats the baseline on t, against the majority class",
+    ]
+    board = pd.DataFrame(
+        dict(chapter=list("abcde"), claim=claims, interval="+0.1 [0, 0.2]", tiny="v")
+    )
+    gains = scoreboard.pretraining_gains(board)
+    assert gains == {
+        "a": "t: +0.1 [0, 0.2] (v)",
+        "b": "facts, text infilling: +0.1 [0, 0.2] (v)",
+        "c": "sense, ELMo layer 2: +0.1 [0, 0.2] (v)",
+    }
 
 
 # --- the probe, through each chapter's own model class
