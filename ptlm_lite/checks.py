@@ -53,7 +53,7 @@ def check_count(name, value, low=1):
         or value < low
     ):
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value
+    return int(value)  # a NumPy integer as Python's, for the checks further down
 
 
 def check_seeds(seeds) -> list[int]:

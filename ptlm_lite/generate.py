@@ -85,10 +85,11 @@ def sample_next(
     _check(temperature, top_k, top_p, logits.shape[-1])
     if temperature == 0:
         return logits.argmax(-1)
-    z = filter_logits(logits.float(), top_k=top_k)  # the same k at any temperature
-    # shifted so that the largest is 0: a tiny temperature cannot overflow to inf
+    # in float64, with the largest logit shifted to 0: no temperature that passes the
+    # check turns the logits into inf or NaN; top-k first, the same k at any temperature
+    z = filter_logits(logits.double(), top_k=top_k)
     z = (z - z.max(-1, keepdim=True).values) / temperature
-    probs = filter_logits(z, top_p=top_p).softmax(-1)
+    probs = filter_logits(z, top_p=top_p).softmax(-1).float()
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 

@@ -35,6 +35,7 @@ Chapter: ``chapters/gpt3.ipynb`` (few-shot in-context learning).
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 import torch
@@ -59,9 +60,11 @@ def _device(model) -> torch.device:
 def _shots(shots, below: int | None = None) -> list[int]:
     """``shots`` as a non-empty list of ints >= 0 (and < ``below``: the demonstrations
     a sequence holds), else an error naming it."""
-    if isinstance(shots, (str, bytes)) or not hasattr(shots, "__iter__"):
+    if isinstance(shots, torch.Tensor):
+        shots = shots.tolist()
+    if isinstance(shots, (str, bytes, Set, Mapping)) or not hasattr(shots, "__iter__"):
         raise TypeError(
-            f"shots must be a sequence of ints, e.g. (0, 1, 4), got {shots!r}"
+            f"shots must be a sequence of ints in order, e.g. (0, 1, 4), got {shots!r}"
         )
     shots = list(shots)
     top = "" if below is None else f" and < pairs={below}"
@@ -277,6 +280,9 @@ class SymbolTasks:
         for it (a test checks). The per-example scores behind the rows:
         :meth:`shot_scores`.
         """
+        shots = _shots(
+            shots, pairs
+        )  # once: an iterator would be spent by the first use
         return self.accuracy_rows(
             family, self.shot_scores(model, family, n, pairs, g, shots), shots
         )

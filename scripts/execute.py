@@ -14,6 +14,8 @@ notebook's metadata["ptlm_book"] records
 
     code_hash   hash of the cells' types and sources
     modules     {module name: sha256 of its file, 16 hex digits}, only files inside ptlm_lite/
+                and solutions/ (a chapter that imports its reference solutions, as
+                ptlm_solutions.<chapter>, is stale when they change)
     seconds     how long the run took
     verdicts    every verdict the chapter printed (ptlm_lite.verdict logs them to
                 $PTLM_VERDICT_LOG): book/replication.ipynb pairs them with a fresh-seed run

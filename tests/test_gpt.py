@@ -204,9 +204,15 @@ def test_filter_logits_top_k_and_top_p():
 def test_a_tiny_temperature_is_greedy_and_top_k_holds_at_any_temperature():
     logits = torch.tensor([[1.0, 2.0, 3.0, 0.5], [0.0, -1.0, 0.2, 4.0]])
     g = torch.Generator().manual_seed(0)
-    assert sample_next(logits, 1e-45, generator=g).tolist() == [2, 3]  # no overflow
-    for _ in range(20):
-        assert sample_next(logits, 1e30, top_k=1, generator=g).tolist() == [2, 3]
+    for tiny in (1e-45, 1e-300, 5e-324):  # 0 in float32: the division gave NaN
+        assert sample_next(logits, tiny, generator=g).tolist() == [2, 3]
+    for _ in range(20):  # 1e39 is inf in float32: -inf / inf gave NaN
+        assert sample_next(logits, 1e39, top_k=1, generator=g).tolist() == [2, 3]
+    # a huge temperature is (nearly) uniform over the tokens top_k keeps
+    draws = [
+        sample_next(logits, 1e300, top_k=2, generator=g)[0].item() for _ in range(200)
+    ]
+    assert set(draws) == {1, 2}
 
 
 @pytest.mark.parametrize(

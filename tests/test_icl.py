@@ -140,6 +140,7 @@ def test_bad_shots_mappings_and_sizes_name_the_argument():
         ([1.0], TypeError, "shots must hold ints"),
         ([], ValueError, "shots is empty"),
         (3, TypeError, "shots must be a sequence"),
+        ({0, 1}, TypeError, "in order"),
     ]:
         with pytest.raises(error, match=match):
             T.shot_scores(model, "shift", 2, 5, g, shots)
@@ -153,3 +154,13 @@ def test_bad_shots_mappings_and_sizes_name_the_argument():
         SymbolTasks(2.5, 3)
     with pytest.raises(ValueError, match="n_labels must be an integer >= 2"):
         SymbolTasks(4, 1)
+
+
+def test_shots_as_an_iterator_or_a_tensor_give_the_same_rows():
+    T = SymbolTasks(4, 4)
+    model = _Copier(T)
+    rows = [
+        T.shot_accuracy(model, "shift", 8, 5, torch.Generator().manual_seed(2), shots)
+        for shots in ([0, 3], iter([0, 3]), torch.tensor([0, 3]), range(0, 4, 3))
+    ]
+    assert len(rows[0]) == 2 and all(str(r) == str(rows[0]) for r in rows[1:])  # NaNs
