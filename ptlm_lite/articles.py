@@ -106,7 +106,7 @@ DECLARED: dict[str, dict] = {
     "mass": dict(
         row=("MASS", 2019, "encoder-decoders", _S2S + " (masked span)", _ENCDEC, _ED,
              "the encoder hides a span, the decoder writes it"),
-        arch="encdec", kinds=(_BI, _L2R), tiny="encdec", paper="transformer-base"),
+        arch="encdec", kinds=(_BI, _L2R), tiny="encdec", paper="transformer-big"),
     "unilm": dict(
         row=("UniLM", 2019, "encoder-decoders", "AE + AR + seq2seq, one model", _ENC,
              "bidirectional, left-to-right or prefix, by mask",
@@ -116,15 +116,15 @@ DECLARED: dict[str, dict] = {
     "bart": dict(
         row=("BART", 2019, "encoder-decoders", _S2S + " (denoising)", _ENCDEC, _ED,
              "any noising function, then reconstruct"),
-        arch="encdec", kinds=(_BI, _L2R), tiny="encdec", paper="transformer-base"),
+        arch="encdec", kinds=(_BI, _L2R), tiny="encdec", paper="bart-large"),
     "t5": dict(
         row=("T5", 2019, "encoder-decoders", _S2S + " (text-to-text)", _ENCDEC, _ED,
              "every task as text to text, span corruption"),
-        arch="encdec", kinds=(_BI, _L2R), tiny="encdec", paper="transformer-base"),
+        arch="encdec", kinds=(_BI, _L2R), tiny="encdec", paper="t5-base"),
     "pegasus": dict(
         row=("PEGASUS", 2019, "encoder-decoders", _S2S + " (gap sentences)", _ENCDEC,
              _ED, "whole sentences masked and generated"),
-        arch="encdec", kinds=(_BI, _L2R), tiny="encdec", paper="transformer-big"),
+        arch="encdec", kinds=(_BI, _L2R), tiny="encdec", paper="pegasus-large"),
     "transformer_xl": dict(
         row=("Transformer-XL", 2019, "long context", _AR, _DEC + " + segment memory",
              "left-to-right, across segments",

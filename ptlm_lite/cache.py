@@ -13,11 +13,16 @@ On disk (``~/.cache/ptlm_lite``, or wherever ``PTLM_CACHE`` points)::
     models/<name>-<key>.json          config, class paths, recipe, SHA-256 of the weights file
     tokenizers/...                    trained tokenizers (see ptlm_lite.data.tokenizer)
 
-``key`` hashes everything that changes the result (config, model class, recipe name,
-version, seed, the training function's source and the training loop's version,
-:data:`TRAINING_LOOP`), so editing a recipe gives a new entry instead of a stale model. The JSON file is written last and is the entry's
-"commit": an entry without it, or whose weights do not match its checksum, is rebuilt
-with a warning, never loaded. Two processes asking for the same missing model train it
+``key`` hashes what a recipe says: config, model class, recipe name, version, seed, the
+training function's source with the source of the functions of its own module that it
+calls, that module's UPPER_CASE settings, and the training loop's version
+(:data:`TRAINING_LOOP`), so editing a recipe gives a new entry instead of a stale model.
+It does not see the values a closure captures or a function's default arguments, nor
+code in other modules (the model classes, ``ptlm_lite.data``, ``ptlm_lite.corrupt``):
+a change there needs the recipe's ``version`` bumped. The JSON file is written last and
+is the entry's "commit": an entry without it (a write interrupted before its commit) is
+trained again, one whose weights do not match its checksum is rebuilt with a warning;
+neither is ever loaded. Two processes asking for the same missing model train it
 once: the second waits on a file lock and then loads what the first wrote.
 
 Used by every chapter that reuses a model another chapter trained.
@@ -32,6 +37,7 @@ import hashlib
 import importlib
 import inspect
 import json
+import numbers
 import os
 import random
 import tempfile
@@ -46,6 +52,7 @@ from filelock import FileLock
 from safetensors import SafetensorError
 from safetensors.torch import load_model, save_model
 
+from .checks import check_flag
 from .runtime import step_cap
 
 ENV_VAR = "PTLM_CACHE"
@@ -289,6 +296,8 @@ def register(
         raise TypeError(
             f"train_fn must be a callable train_fn(model) -> None, got {train_fn!r}"
         )
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, got {seed!r}")
     recipe = Recipe(name, model_cls, config, train_fn, str(version), int(seed))
     _REGISTRY[name] = recipe
     return recipe
@@ -329,6 +338,7 @@ def get(name: str, retrain: bool = False) -> torch.nn.Module:
     same whether the model came from the cache or was trained now. Used by every
     chapter that reuses another chapter's model.
     """
+    retrain = check_flag("retrain", retrain)
     r = recipe(name)
     weights, meta = entry_paths(r)
     with _same_random_state():

@@ -17,6 +17,7 @@ import torch
 __all__ = [
     "check_number",
     "check_count",
+    "check_ints",
     "check_seeds",
     "check_flag",
     "check_weights",
@@ -56,27 +57,39 @@ def check_count(name, value, low=1):
     return int(value)  # a NumPy integer as Python's, for the checks further down
 
 
-def check_seeds(seeds) -> list[int]:
-    """``seeds`` as a list: a non-empty sequence (list, tuple, range, array) of distinct
-    ints >= 0, in order (conditions are paired seed by seed, so a set or a dict, whose
-    order is not the caller's, is refused; a seed named twice repeats a run, and the
-    interval of a verdict would count it twice)."""
-    if isinstance(seeds, (str, bytes, Set, Mapping)) or not hasattr(seeds, "__iter__"):
+def check_ints(name: str, values, below: int | None = None) -> list[int]:
+    """``values`` as a list: a non-empty sequence (list, tuple, range, array, tensor) of
+    ints >= 0 (and < ``below``), in the caller's order (a set or a dict, whose order is
+    not the caller's, is refused)."""
+    if isinstance(values, torch.Tensor):
+        values = values.tolist()
+    if isinstance(values, (str, bytes, Set, Mapping)) or not hasattr(
+        values, "__iter__"
+    ):
         raise TypeError(
-            "seeds must be a sequence of ints in order, e.g. (0, 1, 2) or range(3), "
-            f"got {seeds!r}"
+            f"{name} must be a sequence of ints in order, e.g. (0, 1, 2) or range(3), "
+            f"got {values!r}"
         )
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds is empty: give at least one seed, e.g. (0, 1, 2)")
-    for s in seeds:
-        if isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Integral):
-            raise TypeError(f"seeds must hold ints, got {s!r} in {seeds}")
-        if s < 0:
-            raise ValueError(f"seeds must hold ints >= 0, got {s!r} in {seeds}")
+    values = list(values)
+    if not values:
+        raise ValueError(f"{name} is empty: give at least one, e.g. (0, 1, 2)")
+    top = "" if below is None else f" and < {below}"
+    for v in values:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{name} must hold ints, got {v!r} in {values}")
+        if v < 0 or (below is not None and v >= below):
+            raise ValueError(f"{name} must hold ints >= 0{top}, got {v!r} in {values}")
+    return [int(v) for v in values]
+
+
+def check_seeds(seeds) -> list[int]:
+    """``seeds`` as a list (:func:`check_ints`) of distinct seeds: conditions are
+    paired seed by seed, and a seed named twice repeats a run, which the interval of a
+    verdict would count twice."""
+    seeds = check_ints("seeds", seeds)
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"seeds names a seed twice: {seeds}")
-    return [int(s) for s in seeds]
+    return seeds
 
 
 def check_flag(name: str, value, none: bool = False):

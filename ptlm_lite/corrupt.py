@@ -31,6 +31,7 @@ and ELECTRA chapters.
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -154,8 +155,9 @@ def select_tokens(
     ``maskable``: ``(B, T)`` bool. Returns ``(B, T)`` bool, a subset of ``maskable``.
     """
     check_generator(generator)
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
         raise ValueError(f"p (the masking probability) must be in [0, 1], got {p!r}")
+    p = float(p)  # a NumPy number as Python's
     if (
         not isinstance(maskable, torch.Tensor)
         or maskable.dtype != torch.bool
@@ -336,11 +338,12 @@ def nsp_pairs(
     recipe; the ALBERT chapter argues this makes NSP mostly a topic test).
     """
     check_generator(generator)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = int(n)
     if (
         isinstance(p_random, bool)
-        or not isinstance(p_random, (int, float))
+        or not isinstance(p_random, numbers.Real)
         or not 0.0 <= p_random <= 1.0
     ):
         raise ValueError(f"p_random must be in [0, 1], got {p_random!r}")

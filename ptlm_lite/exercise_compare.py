@@ -1,5 +1,6 @@
 """How an exercise's answer is compared with the expected one, and shown: values to a
-tolerance (tensors by shape, dtype and value), arguments changed in place, a stub left
+tolerance (tensors by shape and value, and integer or boolean tensors by dtype too; a
+floating-point answer in another precision passes), arguments changed in place, a stub left
 as it was. Used by :func:`ptlm_lite.exercises.check` (every chapter's exercises).
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
 import torch
 
 __all__ = [
@@ -30,9 +32,13 @@ def same(a, b, atol: float) -> bool:
         return a.is_floating_point() and torch.allclose(
             a.float(), b.float(), atol=atol, rtol=1e-4
         )
+    if isinstance(a, np.generic):
+        a = a.item()  # a NumPy number for a number (a tensor for one stays wrong)
     if isinstance(b, float):
-        return isinstance(a, (int, float)) and math.isclose(
-            a, b, rel_tol=1e-4, abs_tol=atol
+        return (
+            isinstance(a, (int, float))
+            and not isinstance(a, bool)
+            and math.isclose(a, b, rel_tol=1e-4, abs_tol=atol)
         )
     if isinstance(b, (tuple, list)):
         return (
@@ -46,7 +52,12 @@ def same(a, b, atol: float) -> bool:
             and a.keys() == b.keys()
             and all(same(a[k], b[k], atol) for k in b)
         )
-    return a == b
+    if isinstance(a, (torch.Tensor, tuple, list, dict)) or hasattr(a, "__array__"):
+        return False  # a container for a number is wrong, not an error
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError, RuntimeError):  # an == that is not a truth value
+        return False
 
 
 def unchanged(before, after) -> bool:

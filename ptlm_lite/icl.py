@@ -34,13 +34,11 @@ Chapter: ``chapters/gpt3.ipynb`` (few-shot in-context learning).
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 import torch
 
-from .checks import check_count
+from .checks import check_count, check_ints
 from .device import eval_mode, scores_on_device
 from .output import IGNORE
 
@@ -55,27 +53,6 @@ def _device(model) -> torch.device:
         return next(model.parameters()).device
     except (AttributeError, StopIteration):
         return torch.device("cpu")
-
-
-def _shots(shots, below: int | None = None) -> list[int]:
-    """``shots`` as a non-empty list of ints >= 0 (and < ``below``: the demonstrations
-    a sequence holds), else an error naming it."""
-    if isinstance(shots, torch.Tensor):
-        shots = shots.tolist()
-    if isinstance(shots, (str, bytes, Set, Mapping)) or not hasattr(shots, "__iter__"):
-        raise TypeError(
-            f"shots must be a sequence of ints in order, e.g. (0, 1, 4), got {shots!r}"
-        )
-    shots = list(shots)
-    top = "" if below is None else f" and < pairs={below}"
-    for k in shots:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"shots must hold ints, got {k!r} in {shots}")
-        if k < 0 or (below is not None and k >= below):
-            raise ValueError(f"shots must hold ints >= 0{top}, got {k} in {shots}")
-    if not shots:
-        raise ValueError("shots is empty: give at least one, e.g. (0, 1, 4)")
-    return [int(k) for k in shots]
 
 
 @dataclass(frozen=True)
@@ -143,6 +120,21 @@ class SymbolTasks:
             ids += [int(self.query_token(x)), int(self.answer_token(x, y))]
         return torch.tensor(ids + [int(self.query_token(query))])
 
+    def _mapping(self, mapping) -> torch.Tensor:
+        """``mapping`` as a (K,) tensor of labels in [0, M), else an error naming it."""
+        K, M = self.n_inputs, self.n_labels
+        try:
+            labels = check_ints("mapping", mapping, below=M)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"mapping must give one label in [0, {M}) for each of "
+                             f"the {K} inputs ({e})") from None  # fmt: skip
+        if len(labels) != K:
+            raise ValueError(
+                f"mapping must give one label in [0, {M}) for each of the {K} inputs, "
+                f"got {len(labels)}"
+            )
+        return torch.tensor(labels)
+
     def sequences(
         self,
         n: int,
@@ -161,20 +153,7 @@ class SymbolTasks:
         if isinstance(families, str):
             families = (families,)
         if mapping is not None:
-            maps = torch.as_tensor(mapping)
-            K, M = self.n_inputs, self.n_labels
-            if (
-                maps.shape != (K,)
-                or maps.is_floating_point()
-                or maps.dtype == torch.bool
-                or (maps < 0).any()
-                or (maps >= M).any()
-            ):
-                raise ValueError(
-                    f"mapping must give one label in [0, {M}) for each of the {K} "
-                    f"inputs, got {mapping!r}"
-                )
-            maps = maps.long().reshape(1, -1).expand(n, -1)
+            maps = self._mapping(mapping).reshape(1, -1).expand(n, -1)
         else:
             fam = torch.randint(len(families), (n,), generator=g)
             maps = torch.empty(n, self.n_inputs, dtype=torch.long)
@@ -218,7 +197,7 @@ class SymbolTasks:
         copying scores on that query, in expectation: 1 if seen, else ``1 /
         n_labels``), and ``y`` (the right labels).
         """
-        k = torch.as_tensor(_shots(shots, pairs), dtype=torch.long)
+        k = torch.tensor(check_ints("shots", shots, below=pairs))
         b = self.sequences(n, pairs, family, g)
         dev = _device(model)  # scored where the model is (the GPU, say)
         with eval_mode(model):  # no dropout: a score is the model's, not a draw
@@ -247,7 +226,7 @@ class SymbolTasks:
         """
         if self.n_inputs < 2:
             raise ValueError("an unseen query needs n_inputs >= 2")
-        shots = _shots(shots)
+        shots = check_ints("shots", shots)
         maps = self.mappings(family, n, g)  # (n, K)
         q = torch.randint(self.n_inputs, (n,), generator=g)
         # inputs other than q: draw from K - 1 and skip q
@@ -280,9 +259,7 @@ class SymbolTasks:
         for it (a test checks). The per-example scores behind the rows:
         :meth:`shot_scores`.
         """
-        shots = _shots(
-            shots, pairs
-        )  # once: an iterator would be spent by the first use
+        shots = check_ints("shots", shots, below=pairs)  # an iterator, read once
         return self.accuracy_rows(
             family, self.shot_scores(model, family, n, pairs, g, shots), shots
         )

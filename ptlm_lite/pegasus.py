@@ -64,6 +64,13 @@ register_preset(
     **{**PRESETS["tiny"], **PEGASUS_FIELDS, "n_layer": 1, "d_ff": 128, "max_len": 128},
 )
 register_preset("pegasus-small", **{**PRESETS["small"], **PEGASUS_FIELDS})
+# the paper's PEGASUS-Large (568 M weights; 16 layers a side, a 96k SentencePiece
+# vocabulary, inputs of 512 tokens), for counting only (the synthesis chapter)
+register_preset(
+    "pegasus-large", **{**PEGASUS_FIELDS, "vocab_size": 96103, "d_model": 1024,
+                        "n_layer": 16, "n_head": 16, "d_ff": 4096, "max_len": 512,
+                        "dropout": 0.1},
+)  # fmt: skip
 
 
 def n_gaps(n_sentences: int, ratio: float) -> int:

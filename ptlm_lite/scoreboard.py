@@ -135,19 +135,26 @@ def _section(nb: dict, claim: str, start: int = 0) -> tuple[str, str, int] | Non
         tests.append(lambda src, out: metric in src or metric in out)
         tests.append(lambda src, out: short in src)
     for test in tests:
-        heading = None
-        for i, c in enumerate(nb.get("cells", [])):
+        for i, c, heading in _code_cells(nb):
+            if i < start or not heading:
+                continue
             src = "".join(c.get("source", []))
-            if c["cell_type"] == "markdown":
-                found = re.findall(r"^##+ (.+)$", src, re.M)
-                heading = found[-1].strip() if found else heading
-                continue
-            if i < start:
-                continue
             out = json.dumps(c.get("outputs", []), ensure_ascii=False)
-            if heading and test(src, out):
+            if test(src, out):
                 return heading, make_id(heading), i
     return None
+
+
+def _code_cells(nb: dict):
+    """``(index, cell, heading)`` of each code cell, with the nearest ``##`` (or
+    deeper) heading above it (None before the first)."""
+    heading = None
+    for i, c in enumerate(nb.get("cells", [])):
+        if c["cell_type"] == "markdown":
+            found = re.findall(r"^##+ (.+)$", "".join(c.get("source", [])), re.M)
+            heading = found[-1].strip() if found else heading
+        elif c["cell_type"] == "code":
+            yield i, c, heading
 
 
 def _section_at(nb: dict, count) -> tuple[str, str, int] | None:
@@ -156,12 +163,8 @@ def _section_at(nb: dict, count) -> tuple[str, str, int] | None:
     when there is no such cell or no heading above it."""
     if not isinstance(count, int):
         return None
-    heading = None
-    for i, c in enumerate(nb.get("cells", [])):
-        if c["cell_type"] == "markdown":
-            found = re.findall(r"^##+ (.+)$", "".join(c.get("source", [])), re.M)
-            heading = found[-1].strip() if found else heading
-        elif c.get("execution_count") == count:
+    for i, c, heading in _code_cells(nb):
+        if c.get("execution_count") == count:
             return (heading, make_id(heading), i) if heading else None
     return None
 

@@ -69,8 +69,8 @@ def _preset(name, vocab):
 
 def _register_all():
     # the presets are registered by the modules that define them
-    from . import albert, bert, electra, gpt, reformer, roberta  # noqa: F401
-    from . import transformer_xl, xlnet  # noqa: F401
+    from . import albert, bart, bert, electra, gpt, pegasus, reformer  # noqa: F401
+    from . import roberta, t5, transformer_xl, xlnet  # noqa: F401
     from .config import PRESETS, register_preset
 
     if "gpt3-175b" not in PRESETS:  # Brown et al. (2020), Table 2.1: the largest
@@ -104,9 +104,6 @@ def _tiny_model(name: str, vocab: int = 256):
     model_cls = getattr(importlib.import_module(f".{mod}", __package__), attr)
     if name == "reformer-tiny":  # fixed hashes: random ones would move every output
         return model_cls(_preset(name, vocab).replace(hash_seed=0), seed=0)
-    if name == "roberta-tiny":
-        config = _preset("bert-tiny", vocab)  # RoBERTa's tiny shape is BERT's
-        return model_cls(config.replace(n_segment=1), seed=0)
     return model_cls(_preset(name, vocab), seed=0)
 
 
@@ -347,8 +344,11 @@ _PAPER_CLASS = {
     "roberta-base": "roberta.Roberta", "albert-base": "albert.Albert",
     "electra-base": "electra.ElectraForPreTraining",
     "transformer-base": "transformer.Transformer",
-    "transformer-big": "transformer.Transformer",
+    "transformer-big": "transformer.Transformer",  # and MASS: its paper's shape
+    "bart-large": "bart.Bart", "t5-base": "t5.T5", "pegasus-large": "pegasus.Pegasus",
 }  # fmt: skip
+# encoder-decoders: a token goes through one of the two stacks (see _flops)
+_ENC_DEC = {"transformer.Transformer", "bart.Bart", "t5.T5", "pegasus.Pegasus"}
 
 
 def _class(path: str):
@@ -360,14 +360,23 @@ def _class(path: str):
 
 def _flops(name: str | None, vocab: int = 1024) -> float | None:
     """Training FLOPs per token (:func:`ptlm_lite.flops.per_token`) over the preset's
-    whole context; ``None`` for a model that is not a Transformer preset."""
+    whole context; ``None`` for a model that is not a Transformer preset.
+
+    An encoder-decoder's token, of the source or of the target alike, goes through one
+    stack of ``n_layer`` blocks (the T5 paper's point: L + L layers cost per token what
+    L layers of a decoder-only model do); the decoder's cross-attention adds ``4d²``
+    weights a layer, spread over a source and a target token (``2d²`` each), and the
+    vocabulary head reads the target only (half of it per token)."""
     from .config import PRESETS, preset
-    from .flops import per_token
+    from .flops import head_weights, per_token
 
     _register_all()
     if name is None or name not in PRESETS:
         return None
     config = preset(name) if name in _PAPER_CLASS else preset(name, vocab_size=vocab)
+    if _PAPER_CLASS.get(name) in _ENC_DEC:
+        cross = config.n_layer * 2 * config.d_model**2
+        return per_token(config, config.max_len, head=cross + head_weights(config) / 2)
     return per_token(config, config.max_len)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 import random
 import time
@@ -44,8 +45,9 @@ def set_seed(seed: int) -> torch.Generator:
     Same seed, same numbers: on one machine and torch version, a chapter reproduces its
     results.
     """
-    if not isinstance(seed, int):
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    seed = int(seed)  # a NumPy integer as Python's: torch refuses it
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
@@ -78,11 +80,20 @@ def lr_schedule(
     after ``total``, so that the last of ``total`` steps still learns (as in Hugging
     Face's schedules, which count steps from 0).
     """
-    if not isinstance(warmup, int) or warmup < 0:
+    if (
+        isinstance(warmup, bool)
+        or not isinstance(warmup, numbers.Integral)
+        or warmup < 0
+    ):
         raise ValueError(
             f"warmup must be a non-negative integer number of steps, got {warmup!r}"
         )
-    if name in ("linear", "cosine") and (not isinstance(total, int) or total <= warmup):
+    warmup = int(warmup)
+    if name in ("linear", "cosine") and (
+        isinstance(total, bool)
+        or not isinstance(total, numbers.Integral)
+        or total <= warmup
+    ):
         raise ValueError(
             f"schedule {name!r} needs total (an integer > warmup={warmup}), got "
             f"{total!r}"
@@ -137,6 +148,10 @@ class History:
         return np.convolve(x, np.ones(window) / window, mode="valid")
 
     def final_loss(self, window: int = 20) -> float:
+        """The mean of the last ``window`` (>= 1) training losses."""
+        window = check_count("window", window)
+        if not self.losses:
+            raise ValueError("final_loss: no loss recorded yet (train first)")
         return float(np.mean(self.losses[-window:]))
 
     def plot(
@@ -209,8 +224,9 @@ def _log_steps(model, desc, planned, steps, batch, hist, device, cast) -> None:
         f.write(json.dumps(line) + "\n")
 
 
-def _check_settings(lr, clip, weight_decay, betas, warmup) -> None:
-    """A negative clip would make training gradient ascent, an infinite lr NaN."""
+def _check_settings(lr, clip, weight_decay, betas, warmup) -> int:
+    """A negative clip would make training gradient ascent, an infinite lr NaN.
+    Returns ``warmup`` as a Python int."""
     check_number("lr", lr, strict=True)
     check_number("clip", clip, none=True)  # 0 or None: no clipping
     check_number("weight_decay", weight_decay)
@@ -218,7 +234,7 @@ def _check_settings(lr, clip, weight_decay, betas, warmup) -> None:
         raise TypeError(f"betas must be a pair (beta1, beta2), got {betas!r}")
     for i, b in enumerate(betas):
         check_number(f"betas[{i}]", b, high=1)
-    check_count("warmup", warmup, low=0)
+    return check_count("warmup", warmup, low=0)
 
 
 def _default_loss(model, batch):
@@ -308,7 +324,9 @@ def train(
     -> batch``. ``eval_fn(model) -> dict`` runs in eval mode under ``no_grad`` every
     ``eval_every`` steps and at the end. ``callback(step, loss)`` is called after every
     step (live plots use it); ``on_step(model=, optimizer=, step=, loss=, history=)``
-    too, with the trainer's state (unfreeze a layer, change a group's learning rate).
+    too, with the trainer's state (unfreeze a layer, as ULMFiT's gradual unfreezing;
+    a learning rate set there lasts one step, since the schedule sets the next: a
+    group's own schedule goes in ``param_groups``).
     Non-finite losses stop training with an error rather than silently producing NaN
     weights, and so do weights that are not finite after the last step.
     ``lr`` > 0, ``weight_decay`` >= 0 and ``clip`` >= 0 (0 or None: no clipping) are
@@ -344,18 +362,25 @@ def train(
     dropout); the initial weights are fixed where the model is built: ``GPT(config,
     seed=0)``, or :func:`set_seed` before building it.
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    steps = int(steps)  # a NumPy integer as Python's
     planned = steps  # before any cap: what the chapter asks for (PTLM_STEP_LOG)
     if train_steps(steps) < steps:  # PTLM_MAX_STEPS (a crash test): ptlm_lite.runtime
         steps = train_steps(steps)
         warmup = min(warmup, steps - 1)  # a schedule still fits in the capped run
-    _check_settings(lr=lr, clip=clip, weight_decay=weight_decay, betas=betas,
-                    warmup=warmup)  # fmt: skip
-    if eval_every is not None and (not isinstance(eval_every, int) or eval_every < 1):
-        raise ValueError(
-            f"eval_every must be a positive integer or None, got {eval_every!r}"
-        )
+    warmup = _check_settings(lr=lr, clip=clip, weight_decay=weight_decay,
+                             betas=betas, warmup=warmup)  # fmt: skip
+    if eval_every is not None:
+        if (
+            isinstance(eval_every, bool)
+            or not isinstance(eval_every, numbers.Integral)
+            or eval_every < 1
+        ):
+            raise ValueError(
+                f"eval_every must be a positive integer or None, got {eval_every!r}"
+            )
+        eval_every = int(eval_every)
     multiplier = lr_schedule(schedule, warmup, steps)
     if seed is not None:
         set_seed(seed)

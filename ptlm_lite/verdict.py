@@ -351,10 +351,8 @@ def trend(
         )
     if np.any(np.diff(xs) <= 0):
         raise ValueError(f"x must increase along order, got {xs.tolist()}")
-    increasing, paired = (
-        check_flag("increasing", increasing),
-        check_flag("paired", paired),
-    )
+    increasing = check_flag("increasing", increasing)
+    paired = check_flag("paired", paired)
     better = check_flag("higher_is_better", higher_is_better, none=True)
     better = increasing if better is None else better
     sign = 1.0 if increasing else -1.0

@@ -229,6 +229,18 @@ def test_default_folder_without_env(monkeypatch, tmp_path):
             ValueError,
             "name must be",
         ),
+        (  # int(1.9) would have cached it as seed 1
+            lambda: cache.register(
+                "x", TinyModel, TinyConfig(), count_training, seed=1.9
+            ),
+            TypeError,
+            "seed must be an int, got 1.9",
+        ),
+        (  # a string is truthy: "False" would have retrained
+            lambda: cache.get("tiny", retrain="False"),
+            TypeError,
+            "retrain must be True or False",
+        ),
     ],
 )
 def test_bad_inputs(call, err, match):

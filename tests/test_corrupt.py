@@ -93,6 +93,18 @@ def test_custom_selection_keeps_the_replacement():
     chosen[:, :4] = True  # includes [CLS], which must still be refused
     m = mask(ids, selected=chosen)
     assert torch.equal(m.selected, chosen & can_mask(ids, SPECIAL))
+    # the 80/10/10 replacement acts on the chosen positions, and only there
+    assert bool((m.action[m.selected] != UNSELECTED).all())
+    assert bool((m.action[~m.selected] == UNSELECTED).all())
+    assert torch.equal(m.inputs[~m.selected], ids[~m.selected])
+
+
+def test_unselected_positions_keep_their_ids():
+    ids = corpus()
+    m = mask(ids, p=0.5)
+    assert torch.equal(m.inputs[~m.selected], ids[~m.selected])
+    assert bool((m.targets[~m.selected] == -100).all())
+    assert torch.equal(m.targets[m.selected], ids[m.selected])
 
 
 def test_p_zero_and_one():
@@ -199,3 +211,17 @@ def test_nsp_bad_inputs():
         pack_pairs(
             [Pair([1], [2], False)], cls_id=CLS, sep_id=SEP, pad_id=PAD, max_len=3
         )
+
+
+def test_numpy_numbers_are_numbers():
+    """A share or a count computed with NumPy (np.float32(0.15), np.int64(3)) gives what
+    the Python number gives; it was refused as out of range."""
+    import numpy as np
+
+    ids = corpus()
+    a, b = mask(ids, p=np.float32(0.15)), mask(ids, p=0.15)
+    assert torch.equal(a.inputs, b.inputs) and torch.equal(a.targets, b.targets)
+    docs = documents()
+    assert nsp_pairs(docs, np.int64(5), p_random=np.float64(0.5), generator=gen()) == (
+        nsp_pairs(docs, 5, p_random=0.5, generator=gen())
+    )

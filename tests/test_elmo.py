@@ -265,3 +265,19 @@ def test_corpus_holds_sentences_out_and_probes_each_sentence_once():
             R.corpus(*args)
     with pytest.raises(ValueError, match="n_heldout must leave"):
         R.corpus(10, len(probe))
+
+
+def test_fit_mix_refuses_what_would_give_nan():
+    """One training row has no standard deviation: the features became NaN and fit_mix
+    returned NaN weights without an error."""
+    x = torch.randn(6, 3, 4)
+    with pytest.raises(ValueError, match="N >= 2 rows"):
+        R.fit_mix(x[:1], ["a"], x, list("ababab"))
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        R.fit_mix(x, ["a"] * 6, x, ["a"] * 6)
+    bad = x.clone()
+    bad[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="finite"):
+        R.fit_mix(bad, list("ababab"), x, list("ababab"))
+    weights, acc = R.fit_mix(x, list("ababab"), x, list("ababab"), steps=5)
+    assert weights.shape == (3,) and abs(weights.sum() - 1) < 1e-5 and 0 <= acc <= 1

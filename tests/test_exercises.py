@@ -401,6 +401,21 @@ def test_a_crash_is_reported_not_raised():
     )
 
 
+def test_an_array_for_a_number_is_wrong_not_a_crash():
+    """The reference returns a bool, an int or a float; an answer that returns a tensor
+    or an array of several values made `==` raise ("Boolean value of Tensor ... is
+    ambiguous") outside the check's try, stopping the chapter and the grader."""
+    import numpy as np
+
+    for name, answer in (
+        ("is left-to-right", lambda *a, **k: torch.tensor([True, True])),
+        ("GPT-2 parameter count", lambda *a, **k: np.array([1, 2])),
+        ("GPT-2 parameter count", lambda *a, **k: [1, 2]),
+    ):
+        r = check(name, answer)
+        assert r.status == WRONG and r.attempted and "expected" in r.message, r
+
+
 # --- the older call form, and bad calls
 
 

@@ -365,6 +365,9 @@ def test_packing_bad_arguments():
         R.full_sentences([[[]], []], 8, cls_id=CLS, sep_id=SEP, pad_id=PAD)
     with pytest.raises(TypeError, match="documents"):
         R.full_sentences("text", 8, cls_id=CLS, sep_id=SEP, pad_id=PAD)
+    with pytest.raises(TypeError, match="cross_documents must be True or False"):
+        R.full_sentences(documents(), 8, cls_id=CLS, sep_id=SEP, pad_id=PAD,
+                         cross_documents="no")  # fmt: skip
 
 
 def _spans(docs):

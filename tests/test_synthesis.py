@@ -340,3 +340,27 @@ def test_cost_slopes_leave_the_global_random_state_alone():
     before = torch.random.get_rng_state()
     length_cost.cost_slopes(lengths=(16, 32), repeat=1)
     assert torch.equal(torch.random.get_rng_state(), before)
+
+
+def test_encoder_decoders_are_counted_at_their_papers_sizes():
+    """MASS, BART, T5 and PEGASUS were all counted as the 2017 Transformer-base (63 M);
+    the papers give BART-large 406 M, T5-Base 220 M, PEGASUS-Large 568 M weights, and
+    MASS the Transformer-big shape (6 + 6 layers, d = 1024, d_ff = 4096)."""
+    from ptlm_lite.articles import DECLARED
+
+    papers = {
+        stem: DECLARED[stem]["paper"] for stem in ("mass", "bart", "t5", "pegasus")
+    }
+    assert papers == {"mass": "transformer-big", "bart": "bart-large",
+                      "t5": "t5-base", "pegasus": "pegasus-large"}  # fmt: skip
+    for name, millions in (
+        ("bart-large", 406),
+        ("t5-base", 220),
+        ("pegasus-large", 568),
+    ):
+        assert abs(synthesis.count_params(name) / 1e6 - millions) / millions < 0.015
+    # a token goes through one stack of an encoder-decoder: T5-Base (12 + 12 layers of
+    # BERT-Base's width) costs per token about what BERT-Base does (the T5 paper's
+    # point), not twice as much
+    t5, bert = synthesis._flops("t5-base"), synthesis._flops("bert-base")
+    assert 0.9 < t5 / bert < 1.15

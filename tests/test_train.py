@@ -99,6 +99,41 @@ def test_eval_hook_and_history():
     assert len(h.losses) == len(h.lrs) == 20
 
 
+def test_numpy_counts_and_seeds_train_like_python_ints():
+    """Counts computed with NumPy (np.int64) are counts: finetune passes them on."""
+    import numpy as np
+
+    runs = []
+    for ints in (int, np.int64):
+        P.set_seed(0)
+        h = P.train(Dropped(), data, steps=ints(12), lr=0.05, warmup=ints(3),
+                    seed=ints(1), eval_fn=lambda m: {}, eval_every=ints(6),
+                    progress=False)  # fmt: skip
+        runs.append(h)
+    assert runs[0].losses == runs[1].losses and runs[0].lrs == runs[1].lrs
+    assert [s for s, _ in runs[1].evals] == [6, 12]
+    for bad, words in (
+        (dict(steps=np.float64(3.0)), "steps must be a positive integer"),
+        (dict(steps=True), "steps must be a positive integer"),
+        (dict(eval_every=True, eval_fn=lambda m: {}), "eval_every must be"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            P.train(Tiny(), data, **{"steps": 2, **bad}, progress=False)
+    with pytest.raises(TypeError, match="seed must be an int, got bool"):
+        P.set_seed(True)
+
+
+def test_final_loss_needs_a_window_and_losses():
+    h = P.train(Tiny(), data, steps=4, lr=0.05, progress=False)
+    assert h.final_loss(1) == h.losses[-1]
+    assert h.final_loss(2) == pytest.approx(sum(h.losses[-2:]) / 2)
+    for window in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="window must be an integer >= 1"):
+            h.final_loss(window)
+    with pytest.raises(ValueError, match="no loss recorded yet"):
+        P.History().final_loss()
+
+
 def test_nan_loss_is_an_error():
     with pytest.raises(FloatingPointError, match="lower lr"):
         P.train(

@@ -271,9 +271,11 @@ def split_plays() -> dict[str, tuple[Play, ...]]:
 
     Plays are ordered by the SHA-256 of their slug (the same on every machine and Python
     version, unlike ``hash``) and the first three go to test, the next three to
-    validation. Whole plays move together, so characters, plots and even repeated lines
-    of a held-out play are never seen in training. Used in every chapter that trains on
-    Shakespeare.
+    validation. Whole plays move together, so no line of a held-out play is seen in
+    training. Its characters may be: a history's sequels share them (Henry VI, Part 2
+    is held out, Parts 1 and 3 are not; Richard III shares Gloucester, Clarence and
+    Edward IV with them), so a held-out play is new text, not always a new story. Used
+    in every chapter that trains on Shakespeare.
     """
     plays = load_plays()
     order = sorted(plays, key=lambda p: hashlib.sha256(p.slug.encode()).hexdigest())

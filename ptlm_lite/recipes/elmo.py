@@ -328,6 +328,14 @@ def fit_mix(train_x, train_y, test_x, test_y, steps: int = 200, seed: int = 0):
     classes = sorted(set(train_y))
     y = torch.tensor([classes.index(c) for c in train_y])
     x = torch.as_tensor(train_x)
+    if x.dim() != 3 or len(x) < 2 or len(x) != len(y) or len(classes) < 2:
+        raise ValueError(
+            "train_x must be (N, L, D) features with N >= 2 rows, one label each in "
+            f"train_y, of at least 2 classes: got shape {tuple(x.shape)}, "
+            f"{len(y)} labels, classes {classes}"
+        )
+    if not torch.isfinite(x).all():
+        raise ValueError("train_x holds NaN or inf: features must be finite")
     mean, std = x.mean((0,), keepdim=True), x.std((0,), keepdim=True) + 1e-6
     torch.manual_seed(seed)
     mix, head = ScalarMix(x.shape[1]), nn.Linear(x.shape[2], len(classes))

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from ..bert import init_weights
-from ..checks import check_generator
+from ..checks import check_flag, check_generator
 from ..corrupt import MASKED, Masked, Pair
 from ..device import eval_mode, scores_on_device
 from ..output import Output, cross_entropy
@@ -161,6 +161,7 @@ def full_sentences(
     _check_documents(documents)
     if not isinstance(max_len, int) or max_len < 3:
         raise ValueError(f"max_len must be an integer >= 3, got {max_len!r}")
+    cross_documents = check_flag("cross_documents", cross_documents)  # not "no"
     order = list(range(len(documents)))
     if generator is not None:
         check_generator(generator)

@@ -309,6 +309,23 @@ FILLER_TRAIN_PAIRS = 10
 FILLER_COPIES = 2
 
 
+def _blocks_of_four(questions: list[dict]) -> list[dict]:
+    """The test questions reordered colour, occupation, occupation, colour, ...: with
+    the right ending on alternate sides (the caller), every block of four asks each slot
+    twice, its right ending once in each position. So any prefix of 4k questions is as
+    balanced as the whole test: a model that always picks the colour (the shorter word)
+    or always the first ending scores exactly half of it, the majority."""
+    colour = [q for q in questions if q["slot"] == "colour"]
+    occupation = [q for q in questions if q["slot"] == "occupation"]
+    if len(colour) != len(occupation) or len(colour) % 2:
+        raise ValueError("the test must ask each slot equally often, an even number")
+    return [
+        q
+        for i in range(0, len(colour), 2)
+        for q in (colour[i], occupation[i], occupation[i + 1], colour[i + 1])
+    ]
+
+
 def slot_filler(world, split, sentences) -> Task:
     from ..data.world import COLOURS, OCCUPATIONS
 
@@ -384,8 +401,10 @@ def slot_filler(world, split, sentences) -> Task:
             ):
                 for _ in range(FILLER_COPIES):
                     out["test"].append(question(slot, right, wrong, askable["test"]))
-    for part in out.values():
+    for name, part in out.items():
         rng.shuffle(part)
+        if name == "test":  # chapters score a prefix (Task.subset): balance every block
+            part[:] = _blocks_of_four(part)
         # the right ending goes to each position equally often
         for i, ex in enumerate(part):
             if i % 2:
@@ -408,7 +427,9 @@ def slot_filler(world, split, sentences) -> Task:
             "put each test word in its slot 5 to 20 times. Each test question pairs "
             "one of the 8 colours with one of the 12 occupations in both slots, so "
             "every word is as often right as wrong, and the right position is "
-            "balanced. The right ending is the kind of word the slot takes, not "
+            "balanced, in every block of four questions as in the whole test (so "
+            "in any prefix of 4k questions a model that always picks the shorter word "
+            "scores half). The right ending is the kind of word the slot takes, not "
             "necessarily that person's own colour or occupation."
         ),
     )

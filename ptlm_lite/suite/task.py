@@ -83,8 +83,9 @@ class Task:
 
     def subset(self, n_train: int | None = None, n_test: int | None = None) -> "Task":
         """The first ``n_train`` / ``n_test`` examples of each split, with ``majority``
-        recomputed (the splits are shuffled, so a prefix is a fair sample; for a quick
-        run at tiny scale).
+        recomputed (the splits are shuffled, so a prefix is a fair sample, and
+        slot_filler's test is balanced in every block of four; for a quick run at tiny
+        scale).
         """
         _prefix("n_train", n_train), _prefix("n_test", n_test)  # no slice from the end
         train, test = self.train[:n_train], self.test[:n_test]
