@@ -31,6 +31,7 @@ from torch import nn
 from .bert import Bert, BertForPreTraining, MLMHead
 from .config import PRESETS, Config, register_preset
 from .corrupt import Masked, Pair, can_mask, check_generator, mlm_mask, nsp_pairs
+from .corrupt import check_special_ids
 from .layers import Embeddings, init_weights
 from .spanbert import word_starts
 from .stack import Model, Stack
@@ -272,7 +273,7 @@ def ngram_mask(
     ``(V,)`` bool marks the tokens that begin a word; None: every token is a word),
     then BERT's 80/10/10 per token (:func:`~ptlm_lite.corrupt.mlm_mask`).
     """
-    special = sorted(set(int(i) for i in special_ids))
+    special = check_special_ids(special_ids)
     maskable = can_mask(ids, special)
     if starts_word is None:
         starts_word = torch.ones(vocab_size, dtype=torch.bool)

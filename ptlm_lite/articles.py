@@ -154,7 +154,8 @@ def declared_kind(stem: str) -> tuple[str, ...]:
 
 
 # Seed 002's autoregressive vs autoencoding table: strengths and weaknesses, declared.
-# Keys: how a DECLARED row's lm_type starts.
+# Keys: how a DECLARED row's lm_type starts, or a word in it (synthesis._key_of: the
+# longest key that matches; UniLM's "AE + AR + seq2seq, one model" counts as seq2seq).
 LM_TYPES = {
     "autoregressive": dict(
         strength="generates text naturally; no train/test mismatch (no [MASK])",

@@ -15,7 +15,8 @@ On disk (``~/.cache/ptlm_lite``, or wherever ``PTLM_CACHE`` points)::
 
 ``key`` hashes what a recipe says: config, model class, recipe name, version, seed, the
 training function's source with the source of the functions of its own module that it
-calls, that module's UPPER_CASE settings, and the training loop's version
+calls, the UPPER_CASE settings (JSON data) that they read, a ``functools.partial``'s
+arguments, and the training loop's version
 (:data:`TRAINING_LOOP`), so editing a recipe gives a new entry instead of a stale model.
 It does not see the values a closure captures or a function's default arguments, nor
 code in other modules (the model classes, ``ptlm_lite.data``, ``ptlm_lite.corrupt``):

@@ -57,10 +57,12 @@ def check_count(name, value, low=1):
     return int(value)  # a NumPy integer as Python's, for the checks further down
 
 
-def check_ints(name: str, values, below: int | None = None) -> list[int]:
+def check_ints(
+    name: str, values, below: int | None = None, below_name: str | None = None
+) -> list[int]:
     """``values`` as a list: a non-empty sequence (list, tuple, range, array, tensor) of
-    ints >= 0 (and < ``below``), in the caller's order (a set or a dict, whose order is
-    not the caller's, is refused)."""
+    ints >= 0 (and < ``below``, called ``below_name`` in the message), in the caller's
+    order (a set or a dict, whose order is not the caller's, is refused)."""
     if isinstance(values, torch.Tensor):
         values = values.tolist()
     if isinstance(values, (str, bytes, Set, Mapping)) or not hasattr(
@@ -73,7 +75,8 @@ def check_ints(name: str, values, below: int | None = None) -> list[int]:
     values = list(values)
     if not values:
         raise ValueError(f"{name} is empty: give at least one, e.g. (0, 1, 2)")
-    top = "" if below is None else f" and < {below}"
+    bound = f"{below_name}={below}" if below_name else f"{below}"
+    top = "" if below is None else f" and < {bound}"
     for v in values:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
             raise TypeError(f"{name} must hold ints, got {v!r} in {values}")

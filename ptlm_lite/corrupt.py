@@ -110,6 +110,17 @@ def check_token_id(name: str, value, vocab_size: int) -> int:
     return value
 
 
+def check_special_ids(special_ids) -> list[int]:
+    """``special_ids`` (the ids never corrupted: [CLS], [SEP], [PAD], ...) as a sorted
+    list of ints, or a TypeError naming the argument."""
+    if isinstance(special_ids, (str, bytes)) or not hasattr(special_ids, "__iter__"):
+        raise TypeError(
+            f"special_ids must be a collection of token ids, e.g. [0, 1, 2]; got "
+            f"{special_ids!r}"
+        )
+    return sorted({_index("special_ids", i, "token ids") for i in special_ids})
+
+
 def check_corruption_ids(ids, vocab_size=None) -> torch.Tensor:
     if (
         not isinstance(ids, torch.Tensor)
@@ -141,7 +152,7 @@ def can_mask(ids: torch.Tensor, special_ids: Iterable[int]) -> torch.Tensor:
     ...).
     """
     ids = check_corruption_ids(ids)
-    special = torch.tensor(sorted(set(int(i) for i in special_ids)), dtype=ids.dtype)
+    special = torch.tensor(check_special_ids(special_ids), dtype=ids.dtype)
     return ~torch.isin(ids, special)
 
 
@@ -273,7 +284,7 @@ def mlm_mask(
     check_vocab_size(vocab_size)
     check_token_id("mask_id", mask_id, vocab_size)
     ids = check_corruption_ids(ids, vocab_size)
-    special = sorted(set(int(i) for i in special_ids))
+    special = check_special_ids(special_ids)
     maskable = can_mask(ids, special)
     if not bool(maskable.any()):
         raise ValueError(

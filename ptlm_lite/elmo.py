@@ -90,6 +90,13 @@ class ELMoConfig:
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         self.widths = tuple(self.widths)
+        if not self.widths or any(
+            isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in self.widths
+        ):
+            raise ValueError(
+                f"widths must be a non-empty tuple of positive filter widths (in "
+                f"characters), e.g. (1, 2, 3, 4); got {self.widths!r}"
+            )
 
     def replace(self, **changes) -> "ELMoConfig":
         return ELMoConfig(**{**asdict(self), **changes})

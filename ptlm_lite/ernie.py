@@ -35,6 +35,7 @@ from typing import Iterable, Sequence
 import torch
 
 from .corrupt import Masked, check_generator, check_corruption_ids, can_mask, mlm_mask
+from .corrupt import check_special_ids
 
 __all__ = [
     "LEVELS",
@@ -136,7 +137,7 @@ def knowledge_mask(
     :class:`~ptlm_lite.corrupt.Masked`; ``ids`` and ``units`` are never modified.
     """
     ids = check_corruption_ids(ids, vocab_size)
-    special = sorted(set(int(i) for i in special_ids))
+    special = check_special_ids(special_ids)
     selected = select_units(can_mask(ids, special), units, p, generator=generator)
     return mlm_mask(
         ids,

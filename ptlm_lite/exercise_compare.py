@@ -33,7 +33,7 @@ def same(a, b, atol: float) -> bool:
             a.float(), b.float(), atol=atol, rtol=1e-4
         )
     if isinstance(a, np.generic):
-        a = a.item()  # a NumPy number for a number (a tensor for one stays wrong)
+        a = a.item()  # a NumPy number for a number (a tensor for a float is wrong)
     if isinstance(b, float):
         return (
             isinstance(a, (int, float))
@@ -52,6 +52,8 @@ def same(a, b, atol: float) -> bool:
             and a.keys() == b.keys()
             and all(same(a[k], b[k], atol) for k in b)
         )
+    if isinstance(a, (torch.Tensor, np.ndarray)) and a.ndim == 0:
+        a = a.item()  # a 0-d tensor for an int or a bool: ((D & off) == tril).all()
     if isinstance(a, (torch.Tensor, tuple, list, dict)) or hasattr(a, "__array__"):
         return False  # a container for a number is wrong, not an error
     try:

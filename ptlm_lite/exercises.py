@@ -37,10 +37,8 @@ from __future__ import annotations
 import functools
 import html
 import importlib
-import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
-
 
 from .exercise_keys import grade_log as _record
 from .exercise_keys import opens, sealed_keys, solutions_module, unseal
@@ -53,6 +51,7 @@ from .exercise_compare import (
     show,
     unchanged,
 )
+from .runtime import env_count
 
 __all__ = [
     "check",
@@ -365,10 +364,13 @@ class Question:
 QUESTIONS: dict[str, Question] = {}
 # name -> the letters of the wrong answers given so far in this kernel, in order
 GUESSES: dict[str, list[str]] = {}
-# wrong guesses allowed per question before ask stops saying right or wrong (None: any)
-guess_limit: int | None = (
-    int(os.environ["PTLM_ASK_LIMIT"]) if os.environ.get("PTLM_ASK_LIMIT") else None
-)
+
+
+def _guess_limit() -> int | None:  # wrong guesses before ask stops telling (None: any)
+    return env_count("PTLM_ASK_LIMIT", " (wrong guesses per question), or unset")
+
+
+guess_limit: int | None = _guess_limit()
 
 
 def register_question(name, chapter, question, choices):

@@ -197,7 +197,7 @@ class SymbolTasks:
         copying scores on that query, in expectation: 1 if seen, else ``1 /
         n_labels``), and ``y`` (the right labels).
         """
-        k = torch.tensor(check_ints("shots", shots, below=pairs))
+        k = torch.tensor(check_ints("shots", shots, below=pairs, below_name="pairs"))
         b = self.sequences(n, pairs, family, g)
         dev = _device(model)  # scored where the model is (the GPU, say)
         with eval_mode(model):  # no dropout: a score is the model's, not a draw
@@ -259,7 +259,9 @@ class SymbolTasks:
         for it (a test checks). The per-example scores behind the rows:
         :meth:`shot_scores`.
         """
-        shots = check_ints("shots", shots, below=pairs)  # an iterator, read once
+        shots = check_ints(
+            "shots", shots, below=pairs, below_name="pairs"
+        )  # an iterator, read once
         return self.accuracy_rows(
             family, self.shot_scores(model, family, n, pairs, g, shots), shots
         )

@@ -107,14 +107,20 @@ def seeds(written) -> tuple[int, ...]:
     return out
 
 
-def step_cap() -> int | None:
-    """The cap from ``PTLM_MAX_STEPS``, or None."""
-    env = os.environ.get("PTLM_MAX_STEPS", "").strip()
+def env_count(name: str, what: str = "") -> int | None:
+    """The positive integer in environment variable ``name``, or None when it is unset
+    or empty; anything else is a ValueError naming it (``what`` says what it counts)."""
+    env = os.environ.get(name, "").strip()
     if not env:
         return None
     if not env.isdigit() or int(env) < 1:
-        raise ValueError(f"PTLM_MAX_STEPS must be a positive integer, got {env!r}")
+        raise ValueError(f"{name} must be a positive integer{what}, got {env!r}")
     return int(env)
+
+
+def step_cap() -> int | None:
+    """The cap from ``PTLM_MAX_STEPS``, or None."""
+    return env_count("PTLM_MAX_STEPS")
 
 
 def capped() -> bool:

@@ -30,7 +30,7 @@ from torch import nn
 
 from .bert import BertForPreTraining, init_weights
 from .corrupt import MASKED, RANDOM, UNCHANGED, UNSELECTED, Masked, can_mask
-from .corrupt import check_generator, check_corruption_ids
+from .corrupt import check_generator, check_corruption_ids, check_special_ids
 from .layers import ACTIVATIONS
 from .output import IGNORE, cross_entropy
 
@@ -156,7 +156,7 @@ def span_mask(
     padding are never selected. Chapter: ``chapters/spanbert.ipynb``.
     """
     ids = check_corruption_ids(ids, vocab_size)
-    special = sorted(set(int(i) for i in special_ids))
+    special = check_special_ids(special_ids)
     maskable = can_mask(ids, special)
     if not bool(maskable.any()):
         raise ValueError(f"ids has no maskable token (special_ids={special})")

@@ -362,11 +362,13 @@ def _flops(name: str | None, vocab: int = 1024) -> float | None:
     """Training FLOPs per token (:func:`ptlm_lite.flops.per_token`) over the preset's
     whole context; ``None`` for a model that is not a Transformer preset.
 
-    An encoder-decoder's token, of the source or of the target alike, goes through one
-    stack of ``n_layer`` blocks (the T5 paper's point: L + L layers cost per token what
-    L layers of a decoder-only model do); the decoder's cross-attention adds ``4d²``
-    weights a layer, spread over a source and a target token (``2d²`` each), and the
-    vocabulary head reads the target only (half of it per token)."""
+    An encoder-decoder reads a source and writes a target of ``max_len`` tokens each,
+    and a token of either goes through one stack of ``n_layer`` blocks (the T5 paper's
+    point: L + L layers cost per token what L layers of a decoder-only model do). The
+    decoder's cross-attention adds ``4d²`` weights a layer, spread over a source and a
+    target token (``2d²`` each), and its scores and weighted sum over the ``max_len``
+    source positions for every target token (``4·L·T·d`` forward, half of it per
+    token); the vocabulary head reads the target only (half of it per token)."""
     from .config import PRESETS, preset
     from .flops import head_weights, per_token
 
@@ -375,8 +377,9 @@ def _flops(name: str | None, vocab: int = 1024) -> float | None:
         return None
     config = preset(name) if name in _PAPER_CLASS else preset(name, vocab_size=vocab)
     if _PAPER_CLASS.get(name) in _ENC_DEC:
-        cross = config.n_layer * 2 * config.d_model**2
-        return per_token(config, config.max_len, head=cross + head_weights(config) / 2)
+        L, T, d = config.n_layer, config.max_len, config.d_model
+        weights = per_token(config, T, head=L * 2 * d**2 + head_weights(config) / 2)
+        return weights + 3 * 2 * L * T * d  # cross-attention's products: 3x forward
     return per_token(config, config.max_len)
 
 

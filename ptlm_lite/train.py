@@ -40,11 +40,8 @@ __all__ = [
 
 def set_seed(seed: int) -> torch.Generator:
     """Seed Python, NumPy and torch (all devices); return a torch.Generator seeded the
-    same way.
-
-    Same seed, same numbers: on one machine and torch version, a chapter reproduces its
-    results.
-    """
+    same way. Same seed, same numbers: on one machine and torch version, a chapter
+    reproduces its results."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     seed = int(seed)  # a NumPy integer as Python's: torch refuses it
@@ -80,20 +77,9 @@ def lr_schedule(
     after ``total``, so that the last of ``total`` steps still learns (as in Hugging
     Face's schedules, which count steps from 0).
     """
-    if (
-        isinstance(warmup, bool)
-        or not isinstance(warmup, numbers.Integral)
-        or warmup < 0
-    ):
-        raise ValueError(
-            f"warmup must be a non-negative integer number of steps, got {warmup!r}"
-        )
-    warmup = int(warmup)
-    if name in ("linear", "cosine") and (
-        isinstance(total, bool)
-        or not isinstance(total, numbers.Integral)
-        or total <= warmup
-    ):
+    warmup = check_count("warmup", warmup, low=0)  # a number of steps
+    integer = isinstance(total, numbers.Integral) and not isinstance(total, bool)
+    if name in ("linear", "cosine") and not (integer and total > warmup):
         raise ValueError(
             f"schedule {name!r} needs total (an integer > warmup={warmup}), got "
             f"{total!r}"
@@ -225,8 +211,7 @@ def _log_steps(model, desc, planned, steps, batch, hist, device, cast) -> None:
 
 
 def _check_settings(lr, clip, weight_decay, betas, warmup) -> int:
-    """A negative clip would make training gradient ascent, an infinite lr NaN.
-    Returns ``warmup`` as a Python int."""
+    """``warmup`` as an int; a negative clip would be gradient ascent, an inf lr NaN."""
     check_number("lr", lr, strict=True)
     check_number("clip", clip, none=True)  # 0 or None: no clipping
     check_number("weight_decay", weight_decay)
@@ -324,9 +309,8 @@ def train(
     -> batch``. ``eval_fn(model) -> dict`` runs in eval mode under ``no_grad`` every
     ``eval_every`` steps and at the end. ``callback(step, loss)`` is called after every
     step (live plots use it); ``on_step(model=, optimizer=, step=, loss=, history=)``
-    too, with the trainer's state (unfreeze a layer, as ULMFiT's gradual unfreezing;
-    a learning rate set there lasts one step, since the schedule sets the next: a
-    group's own schedule goes in ``param_groups``).
+    too, with the trainer's state (unfreeze a layer; a learning rate set there lasts
+    one step, the schedule sets the next: a group's own goes in ``param_groups``).
     Non-finite losses stop training with an error rather than silently producing NaN
     weights, and so do weights that are not finite after the last step.
     ``lr`` > 0, ``weight_decay`` >= 0 and ``clip`` >= 0 (0 or None: no clipping) are
@@ -362,9 +346,7 @@ def train(
     dropout); the initial weights are fixed where the model is built: ``GPT(config,
     seed=0)``, or :func:`set_seed` before building it.
     """
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    steps = int(steps)  # a NumPy integer as Python's
+    steps = check_count("steps", steps)  # a NumPy integer as Python's
     planned = steps  # before any cap: what the chapter asks for (PTLM_STEP_LOG)
     if train_steps(steps) < steps:  # PTLM_MAX_STEPS (a crash test): ptlm_lite.runtime
         steps = train_steps(steps)
@@ -372,15 +354,7 @@ def train(
     warmup = _check_settings(lr=lr, clip=clip, weight_decay=weight_decay,
                              betas=betas, warmup=warmup)  # fmt: skip
     if eval_every is not None:
-        if (
-            isinstance(eval_every, bool)
-            or not isinstance(eval_every, numbers.Integral)
-            or eval_every < 1
-        ):
-            raise ValueError(
-                f"eval_every must be a positive integer or None, got {eval_every!r}"
-            )
-        eval_every = int(eval_every)
+        eval_every = check_count("eval_every", eval_every)
     multiplier = lr_schedule(schedule, warmup, steps)
     if seed is not None:
         set_seed(seed)

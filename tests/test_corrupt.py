@@ -225,3 +225,10 @@ def test_numpy_numbers_are_numbers():
     assert nsp_pairs(docs, np.int64(5), p_random=np.float64(0.5), generator=gen()) == (
         nsp_pairs(docs, 5, p_random=0.5, generator=gen())
     )
+
+
+@pytest.mark.parametrize("special", [None, "012", [0, 1.5], 3])
+def test_special_ids_must_be_token_ids(special):
+    with pytest.raises(TypeError, match="special_ids must be"):
+        mlm_mask(corpus(B=2), special_ids=special, mask_id=MASK, vocab_size=V,
+                 generator=gen())  # fmt: skip

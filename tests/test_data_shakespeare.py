@@ -123,3 +123,12 @@ def test_entities_spans_point_at_names():
 def test_bad_names_list_valid_ones(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_text_stream_names_a_bad_argument_before_its_cache():
+    """A list for split failed inside the cache ("unhashable type: 'list'")."""
+    with pytest.raises(TypeError, match="split must be one of"):
+        sh.text_stream(["train"])
+    with pytest.raises(TypeError, match="stage_directions must be True or False"):
+        sh.text_stream("train", stage_directions="no")
+    assert sh.text_stream("test") is sh.text_stream("test")  # still cached

@@ -168,6 +168,9 @@ def test_bad_input_errors():
         word_chars(ITOS, width=2)
     with pytest.raises(ValueError, match="d_model"):
         ELMoConfig(d_model=0)
+    for widths in ((), (0,), (2, True)):
+        with pytest.raises(ValueError, match="widths must be a non-empty tuple"):
+            ELMoConfig(widths=widths)
     with pytest.raises(ValueError, match="chars must be a"):
         ELMo(ELMoConfig(vocab_size=5), word_chars(ITOS))
     with pytest.raises(TypeError, match="config"):

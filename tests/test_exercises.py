@@ -414,6 +414,13 @@ def test_an_array_for_a_number_is_wrong_not_a_crash():
     ):
         r = check(name, answer)
         assert r.status == WRONG and r.attempted and "expected" in r.message, r
+    from ptlm_lite.exercise_compare import same
+
+    # a 0-d tensor is an int's or a bool's value (((D & off) == tril).all()), but not
+    # a float's: "accuracy at the query" asks for .item()
+    assert same(torch.tensor(True), True, 0) and same(torch.tensor(5), 5, 0)
+    assert same(np.int64(5), 5, 0) and same(np.float32(0.5), 0.5, 1e-6)
+    assert not same(torch.tensor(0.5), 0.5, 1e-6) and not same(torch.tensor(6), 5, 0)
 
 
 # --- the older call form, and bad calls
@@ -592,3 +599,14 @@ def test_show_solution_displays_the_source():
     assert "def my_causal_mask(T):" in repr(
         src
     ) and "ptlm_solutions.transformer" in repr(src)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two"])
+def test_a_bad_guess_limit_names_the_variable(monkeypatch, value):
+    monkeypatch.setenv("PTLM_ASK_LIMIT", value)
+    with pytest.raises(
+        ValueError, match="PTLM_ASK_LIMIT must be a positive integer .wrong guesses"
+    ):
+        E._guess_limit()
+    monkeypatch.setenv("PTLM_ASK_LIMIT", "2")
+    assert E._guess_limit() == 2

@@ -135,8 +135,8 @@ def test_bad_shots_mappings_and_sizes_name_the_argument():
     T, g = SymbolTasks(4, 4), torch.Generator().manual_seed(0)
     model = _Copier(T)
     for shots, error, match in [
-        ([-1], ValueError, r"shots must hold ints >= 0 and < 5"),  # was row -1
-        ([5], ValueError, "and < 5"),  # was a bare IndexError
+        ([-1], ValueError, r"shots must hold ints >= 0 and < pairs=5"),  # was row -1
+        ([5], ValueError, "< pairs=5"),  # was a bare IndexError
         ([1.0], TypeError, "shots must hold ints"),
         ([], ValueError, "shots is empty"),
         (3, TypeError, "shots must be a sequence"),

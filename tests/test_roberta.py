@@ -288,6 +288,12 @@ def test_epoch_batches_bad_arguments():
         R.static_masks(d["ids"], corruption(), copies=0, generator=torch.Generator())
     with pytest.raises(TypeError, match="generator"):
         R.static_masks(d["ids"], corruption(), generator=0)
+    with pytest.raises(ValueError, match="seed must be an integer >= 0, got 0.5"):
+        R.epoch_batches(d, batch_size=2, corrupt=corruption(), seed=0.5)
+    with pytest.raises(ValueError, match="batch_size must be an integer >= 1, got 0"):
+        R.heldout_mlm(torch.nn.Linear(1, 1), d, corruption(), batch_size=0)
+    with pytest.raises(TypeError, match="'ids' and 'valid'"):
+        R.heldout_mlm(torch.nn.Linear(1, 1), {"ids": d["ids"]}, corruption())
 
 
 # --- FULL-SENTENCES, DOC-SENTENCES and segment pairs

@@ -245,7 +245,7 @@ def test_slot_filler_pairs_two_kinds_and_the_right_one_fits(tasks):
 def test_slot_filler_every_prefix_of_four_is_balanced(tasks):
     """Chapters score the first n test questions (Task.subset: 192, 200 or 256): each
     block of four asks each slot twice, its right ending once in each position, so a
-    model that always picks the colour (the shorter word) or always the first ending
+    model that always picks the colour (mostly the shorter word) or always the first ending
     scores exactly the majority, half, on any such prefix (it scored 52.6% of the first
     192 when only the whole test was balanced)."""
     test = tasks["slot_filler"].test

@@ -31,7 +31,7 @@ def test_warmup_ramps(name):
     [
         (
             lambda: P.lr_schedule("constant", warmup=-5),
-            "warmup must be a non-negative integer",
+            "warmup must be an integer >= 0",
         ),
         (lambda: P.lr_schedule("cosine", warmup=10, total=5), "needs total"),
         (lambda: P.lr_schedule("triangle"), "unknown schedule"),
@@ -113,8 +113,8 @@ def test_numpy_counts_and_seeds_train_like_python_ints():
     assert runs[0].losses == runs[1].losses and runs[0].lrs == runs[1].lrs
     assert [s for s, _ in runs[1].evals] == [6, 12]
     for bad, words in (
-        (dict(steps=np.float64(3.0)), "steps must be a positive integer"),
-        (dict(steps=True), "steps must be a positive integer"),
+        (dict(steps=np.float64(3.0)), "steps must be an integer >= 1"),
+        (dict(steps=True), "steps must be an integer >= 1"),
         (dict(eval_every=True, eval_fn=lambda m: {}), "eval_every must be"),
     ):
         with pytest.raises(ValueError, match=words):

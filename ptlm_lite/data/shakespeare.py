@@ -271,8 +271,9 @@ def split_plays() -> dict[str, tuple[Play, ...]]:
 
     Plays are ordered by the SHA-256 of their slug (the same on every machine and Python
     version, unlike ``hash``) and the first three go to test, the next three to
-    validation. Whole plays move together, so no line of a held-out play is seen in
-    training. Its characters may be: a history's sequels share them (Henry VI, Part 2
+    validation. Whole plays move together, so no scene of a held-out play is seen in
+    training (short stock lines such as "How now! what news?" recur across plays). Its
+    characters may be: a history's sequels share them (Henry VI, Part 2
     is held out, Parts 1 and 3 are not; Richard III shares Gloucester, Clarence and
     Edward IV with them), so a held-out play is new text, not always a new story. Used
     in every chapter that trains on Shakespeare.
@@ -321,7 +322,6 @@ def play_text(play: Play, stage_directions: bool = True) -> str:
     return "\n\n".join(parts)
 
 
-@functools.lru_cache(maxsize=8)
 def text_stream(split: str = "train", stage_directions: bool = True) -> str:
     """Every play of one split as a single string, plays separated by a blank line.
 
@@ -329,6 +329,17 @@ def text_stream(split: str = "train", stage_directions: bool = True) -> str:
     :func:`ptlm_lite.data.pack_blocks`. About 5 MB for ``split="all"``.
     Used in the GPT chapter and every chapter that pre-trains on Shakespeare.
     """
+    if not isinstance(split, str):  # checked before the cache, which needs a hashable
+        raise TypeError(f"split must be one of {SPLITS}, got {split!r}")
+    if not isinstance(stage_directions, bool):
+        raise TypeError(
+            f"stage_directions must be True or False, got {stage_directions!r}"
+        )
+    return _text_stream(split, stage_directions)
+
+
+@functools.lru_cache(maxsize=8)
+def _text_stream(split: str, stage_directions: bool) -> str:
     return "\n\n\n".join(play_text(p, stage_directions) for p in _plays_for(split))
 
 

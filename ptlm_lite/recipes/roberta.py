@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from ..bert import init_weights
-from ..checks import check_flag, check_generator
+from ..checks import check_count, check_flag, check_generator
 from ..corrupt import MASKED, Masked, Pair
 from ..device import eval_mode, scores_on_device
 from ..output import Output, cross_entropy
@@ -246,6 +246,7 @@ def epoch_batches(
     """
     if masking not in ("dynamic", "static"):
         raise ValueError(f"masking must be 'dynamic' or 'static', got {masking!r}")
+    seed = check_count("seed", seed, low=0)
     if not isinstance(data, dict) or "ids" not in data:
         raise TypeError("data must be a dict of tensors with an 'ids' entry")
     n = len(data["ids"])
@@ -301,6 +302,9 @@ def heldout_mlm(
     over its masked tokens, scaled by ``R / tokens``): the per-example input of a
     verdict.
     """
+    batch_size = check_count("batch_size", batch_size)
+    if not isinstance(data, dict) or not {"ids", "valid"} <= set(data):
+        raise TypeError("data must be a dict of tensors with 'ids' and 'valid' entries")
     device = next(model.parameters(), torch.empty(0)).device
     m = corrupt(data["ids"], generator=torch.Generator().manual_seed(seed))
     targets = scored_targets(m)

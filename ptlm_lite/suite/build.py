@@ -313,8 +313,9 @@ def _blocks_of_four(questions: list[dict]) -> list[dict]:
     """The test questions reordered colour, occupation, occupation, colour, ...: with
     the right ending on alternate sides (the caller), every block of four asks each slot
     twice, its right ending once in each position. So any prefix of 4k questions is as
-    balanced as the whole test: a model that always picks the colour (the shorter word)
-    or always the first ending scores exactly half of it, the majority."""
+    balanced as the whole test: a model that always picks the colour (most colours are
+    shorter than most occupations) or always the first ending scores exactly half of
+    it, the majority."""
     colour = [q for q in questions if q["slot"] == "colour"]
     occupation = [q for q in questions if q["slot"] == "occupation"]
     if len(colour) != len(occupation) or len(colour) % 2:
@@ -428,8 +429,8 @@ def slot_filler(world, split, sentences) -> Task:
             "one of the 8 colours with one of the 12 occupations in both slots, so "
             "every word is as often right as wrong, and the right position is "
             "balanced, in every block of four questions as in the whole test (so "
-            "in any prefix of 4k questions a model that always picks the shorter word "
-            "scores half). The right ending is the kind of word the slot takes, not "
+            "in any prefix of 4k questions a model that always picks the colour, or "
+            "the first ending, scores half). The right ending is the kind of word the slot takes, not "
             "necessarily that person's own colour or occupation."
         ),
     )
