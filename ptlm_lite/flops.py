@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-__all__ = ["block_weights", "head_weights", "per_token", "total"]
+__all__ = ["block_weights", "head_weights", "per_token", "seq2seq_per_token", "total"]
 
 
 def _count(name: str, value, minimum: int = 0) -> int:
@@ -78,6 +78,21 @@ def per_token(config, seq_len: int, *, layers=None, head=True, train=True) -> fl
     n = n_layer * block_weights(config) + extra + e * config.d_model
     forward = 2 * n + 4 * n_layer * seq_len * config.d_model
     return float(3 * forward if train else forward)
+
+
+def seq2seq_per_token(
+    config, src_len: int, tgt_len: int, *, train: bool = True
+) -> tuple[float, float]:
+    """FLOPs of one source token and of one target token of an encoder-decoder with
+    ``config.n_layer`` blocks a side: a source token goes through the encoder; a target
+    token through the decoder's blocks, its cross-attention (four ``d × d`` matrices a
+    layer, and the products over the ``src_len`` source positions) and the head.
+    Chapters: T5 (pre-training objectives at equal compute), the synthesis."""
+    L, d = config.n_layer, config.d_model
+    cross = 2 * L * 4 * d * d + 4 * L * _count("src_len", src_len, 1) * d  # forward
+    encoder = per_token(config, src_len, head=False, train=train)
+    decoder = per_token(config, tgt_len, train=train) + (3 if train else 1) * cross
+    return encoder, decoder
 
 
 def total(config, seq_len: int, tokens: int, **kw) -> float:

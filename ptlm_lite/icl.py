@@ -259,9 +259,8 @@ class SymbolTasks:
         for it (a test checks). The per-example scores behind the rows:
         :meth:`shot_scores`.
         """
-        shots = check_ints(
-            "shots", shots, below=pairs, below_name="pairs"
-        )  # an iterator, read once
+        # a list: an iterator would be read up by the first of its two uses below
+        shots = check_ints("shots", shots, below=pairs, below_name="pairs")
         return self.accuracy_rows(
             family, self.shot_scores(model, family, n, pairs, g, shots), shots
         )

@@ -347,8 +347,6 @@ _PAPER_CLASS = {
     "transformer-big": "transformer.Transformer",  # and MASS: its paper's shape
     "bart-large": "bart.Bart", "t5-base": "t5.T5", "pegasus-large": "pegasus.Pegasus",
 }  # fmt: skip
-# encoder-decoders: a token goes through one of the two stacks (see _flops)
-_ENC_DEC = {"transformer.Transformer", "bart.Bart", "t5.T5", "pegasus.Pegasus"}
 
 
 def _class(path: str):
@@ -360,26 +358,22 @@ def _class(path: str):
 
 def _flops(name: str | None, vocab: int = 1024) -> float | None:
     """Training FLOPs per token (:func:`ptlm_lite.flops.per_token`) over the preset's
-    whole context; ``None`` for a model that is not a Transformer preset.
-
-    An encoder-decoder reads a source and writes a target of ``max_len`` tokens each,
-    and a token of either goes through one stack of ``n_layer`` blocks (the T5 paper's
-    point: L + L layers cost per token what L layers of a decoder-only model do). The
-    decoder's cross-attention adds ``4d²`` weights a layer, spread over a source and a
-    target token (``2d²`` each), and its scores and weighted sum over the ``max_len``
-    source positions for every target token (``4·L·T·d`` forward, half of it per
-    token); the vocabulary head reads the target only (half of it per token)."""
+    whole context; ``None`` for a model that is not a Transformer preset. An
+    encoder-decoder (a :class:`~ptlm_lite.transformer.Transformer`) reads a source and
+    writes a target of ``max_len`` tokens each: the mean of a source and a target
+    token (:func:`ptlm_lite.flops.seq2seq_per_token`), each through one stack (the T5
+    paper's point: L + L layers cost per token what L layers of a decoder-only model
+    do)."""
     from .config import PRESETS, preset
-    from .flops import head_weights, per_token
+    from .flops import per_token, seq2seq_per_token
+    from .transformer import Transformer
 
     _register_all()
     if name is None or name not in PRESETS:
         return None
     config = preset(name) if name in _PAPER_CLASS else preset(name, vocab_size=vocab)
-    if _PAPER_CLASS.get(name) in _ENC_DEC:
-        L, T, d = config.n_layer, config.max_len, config.d_model
-        weights = per_token(config, T, head=L * 2 * d**2 + head_weights(config) / 2)
-        return weights + 3 * 2 * L * T * d  # cross-attention's products: 3x forward
+    if name in _PAPER_CLASS and issubclass(_class(_PAPER_CLASS[name]), Transformer):
+        return sum(seq2seq_per_token(config, config.max_len, config.max_len)) / 2
     return per_token(config, config.max_len)
 
 

@@ -16,6 +16,18 @@ def test_training_costs_six_n_plus_twelve_ltd():
     assert flops.total(c, T, 10) == 10 * flops.per_token(c, T)
 
 
+def test_an_encoder_decoder_token_goes_through_one_stack():
+    c = preset("tiny", vocab_size=100)
+    d, L, f, V, S, T = c.d_model, c.n_layer, c.d_ff, 100, 32, 8
+    blocks = L * (4 * d * d + 2 * d * f)
+    src, tgt = flops.seq2seq_per_token(c, S, T, train=False)
+    assert src == 2 * blocks + 4 * L * S * d  # the encoder, no head
+    # the decoder: its blocks, the head, the cross-attention's 4 d x d a layer and its
+    # products over the S source positions
+    assert tgt == 2 * (blocks + d * V + L * 4 * d * d) + 4 * L * T * d + 4 * L * S * d
+    assert flops.seq2seq_per_token(c, S, T) == (3 * src, 3 * tgt)
+
+
 def test_fewer_layers_and_a_small_head_cost_less():
     c = preset("tiny", vocab_size=100)
     d = c.d_model

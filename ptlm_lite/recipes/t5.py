@@ -76,16 +76,10 @@ def new_model(tok, scale: str = "tiny", seed: int | None = None) -> T5:
 
 
 def step_flops(config, batch: dict) -> float:
-    """Training FLOPs of one batch (:mod:`ptlm_lite.flops`' ``6N + 12LTd`` per token):
-    each source token goes through the encoder, each target token through the decoder
-    (its blocks, the cross-attention's four d×d matrices per layer and the head)."""
+    """Training FLOPs of one batch (:func:`ptlm_lite.flops.seq2seq_per_token`): each
+    source token through the encoder, each target token through the decoder."""
     src, tgt = batch["src"] != 0, batch["tgt_out"] != -100
-    S, T = src.shape[1], tgt.shape[1]
-    enc = flops.per_token(config, S, head=False)
-    cross = 6 * config.n_layer * 4 * config.d_model**2 + 12 * config.n_layer * S * (
-        config.d_model
-    )
-    dec = flops.per_token(config, T) + cross
+    enc, dec = flops.seq2seq_per_token(config, src.shape[1], tgt.shape[1])
     return float(src.sum()) * enc + float(tgt.sum()) * dec
 
 
