@@ -38,7 +38,7 @@ from typing import Iterable, Sequence
 
 import torch
 
-from .checks import check_generator
+from .checks import check_count, check_generator
 from .data.batching import encode_pair
 from .output import IGNORE  # the book's one ignore index (-100)
 
@@ -258,7 +258,8 @@ def replace_selected(
     inputs = ids.clone()  # never modify the caller's tensor
     inputs[action == MASKED] = mask_id
     inputs[action == RANDOM] = random_tokens[action == RANDOM]
-    targets = torch.where(selected, ids, torch.full_like(ids, IGNORE))
+    # int64 whatever the ids' type: what cross-entropy takes as targets
+    targets = torch.where(selected, ids.long(), IGNORE)
     return Masked(inputs, targets, selected.clone(), action)
 
 
@@ -402,6 +403,8 @@ def pack_pairs(
         )
     if not pairs:
         raise ValueError("pairs must not be empty")
+    for name, v in (("cls_id", cls_id), ("sep_id", sep_id), ("pad_id", pad_id)):
+        check_count(name, v, low=0)  # a token id: an int >= 0
     rows, segs = [], []
     for pair in pairs:
         if not len(pair.a) or not len(pair.b):

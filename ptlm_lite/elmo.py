@@ -34,6 +34,7 @@ __all__ = [
     "ScalarMix",
     "reverse_padded",
     "check_ids",
+    "check_model_inputs",
     "lm_targets",
     "ELMo",
     "BiLSTMLM",
@@ -174,9 +175,14 @@ def reverse_padded(x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
 def check_ids(ids, valid, vocab_size: int) -> None:
     """ids (B, T) in [0, vocab_size), valid None or a (B, T) bool tensor. Chapter
     elmo."""
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+    if (
+        not isinstance(ids, torch.Tensor)
+        or ids.dim() != 2
+        or ids.dtype not in (torch.int64, torch.int32)
+    ):
         raise ValueError(
-            f"ids must be a (B, T) tensor, got {getattr(ids, 'shape', ids)}"
+            f"ids must be a (B, T) integer tensor, got {getattr(ids, 'shape', ids)} "
+            f"{getattr(ids, 'dtype', '')}"
         )
     if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
         raise ValueError(f"ids must be in [0, {vocab_size})")
@@ -205,6 +211,22 @@ def lm_targets(ids, valid=None) -> tuple[torch.Tensor, torch.Tensor]:
     return nxt.masked_fill(~valid, IGNORE), prev.masked_fill(~valid, IGNORE)
 
 
+def check_model_inputs(config, chars) -> None:
+    """What :class:`ELMo` and :class:`BiLSTMLM` are built from: an ELMoConfig and
+    its vocabulary's (vocab_size, W) character ids."""
+    if not isinstance(config, ELMoConfig):
+        raise TypeError(f"config must be an ELMoConfig, got {type(config).__name__}")
+    if (
+        not isinstance(chars, torch.Tensor)
+        or chars.dim() != 2
+        or chars.shape[0] != config.vocab_size
+    ):
+        raise ValueError(
+            f"chars must be a (vocab_size={config.vocab_size}, W) tensor, got "
+            f"{getattr(chars, 'shape', chars)}"
+        )
+
+
 class ELMo(nn.Module):
     """ELMo's biLM: a forward and a backward LSTM LM over one character-CNN word
     encoder, and one softmax (both shared by the two directions, as in the paper;
@@ -220,15 +242,7 @@ class ELMo(nn.Module):
         self, config: ELMoConfig, chars: torch.Tensor, seed: int | None = None
     ):
         super().__init__()
-        if not isinstance(config, ELMoConfig):
-            raise TypeError(
-                f"config must be an ELMoConfig, got {type(config).__name__}"
-            )
-        if not isinstance(chars, torch.Tensor) or chars.shape[0] != config.vocab_size:
-            raise ValueError(
-                f"chars must be a (vocab_size={config.vocab_size}, W) tensor, got "
-                f"{getattr(chars, 'shape', chars)}"
-            )
+        check_model_inputs(config, chars)
         if seed is not None:
             torch.manual_seed(seed)
         self.config = c = config
@@ -296,6 +310,7 @@ class BiLSTMLM(nn.Module):
         self, config: ELMoConfig, chars: torch.Tensor, seed: int | None = None
     ):
         super().__init__()
+        check_model_inputs(config, chars)
         if seed is not None:
             torch.manual_seed(seed)
         self.config = c = config

@@ -232,3 +232,20 @@ def test_special_ids_must_be_token_ids(special):
     with pytest.raises(TypeError, match="special_ids must be"):
         mlm_mask(corpus(B=2), special_ids=special, mask_id=MASK, vocab_size=V,
                  generator=gen())  # fmt: skip
+
+
+@pytest.mark.parametrize("bad", [{"pad_id": None}, {"cls_id": "x"}, {"sep_id": -1}])
+def test_pack_pairs_refuses_special_ids_that_are_not_token_ids(bad):
+    """A pad_id of None or a cls_id of 'x' failed inside torch, far from the call."""
+    ids = {"cls_id": CLS, "sep_id": SEP, "pad_id": PAD, **bad}
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        pack_pairs([Pair([11], [21], False)], max_len=8, **ids)
+
+
+def test_targets_are_int64_whatever_the_ids_type():
+    """int32 ids gave int32 targets, which cross-entropy refuses; the mask is the same."""
+    ids = corpus()
+    narrow, wide = mask(ids.int()), mask(ids)
+    assert narrow.targets.dtype == torch.int64
+    assert torch.equal(narrow.targets, wide.targets)
+    assert torch.equal(narrow.inputs.long(), wide.inputs)

@@ -132,3 +132,13 @@ def test_text_stream_names_a_bad_argument_before_its_cache():
     with pytest.raises(TypeError, match="stage_directions must be True or False"):
         sh.text_stream("train", stage_directions="no")
     assert sh.text_stream("test") is sh.text_stream("test")  # still cached
+
+
+def test_changing_a_returned_table_changes_nothing_for_the_next_caller():
+    """split_plays and proper_names returned their cached dicts: a chapter that
+    popped a play or added a name changed every later split and entity document."""
+    sh.split_plays()["train"] = ()
+    sh.split_plays().pop("test")
+    assert len(sh.split_plays()["train"]) == 32 and "test" in sh.split_plays()
+    sh.proper_names()["hamlet"]["Zzz"] = "PERSON"
+    assert "Zzz" not in sh.proper_names()["hamlet"]

@@ -284,3 +284,25 @@ def test_fit_mix_refuses_what_would_give_nan():
         R.fit_mix(bad, list("ababab"), x, list("ababab"))
     weights, acc = R.fit_mix(x, list("ababab"), x, list("ababab"), steps=5)
     assert weights.shape == (3,) and abs(weights.sum() - 1) < 1e-5 and 0 <= acc <= 1
+
+
+def test_the_leaky_model_checks_what_elmo_checks():
+    """BiLSTMLM took a wrong config or character table and failed inside the CNN."""
+    for cls in (ELMo, BiLSTMLM):
+        with pytest.raises(TypeError, match="ELMoConfig"):
+            cls({"vocab_size": 5}, word_chars(ITOS))
+        with pytest.raises(ValueError, match="chars"):
+            cls(ELMoConfig(vocab_size=5), word_chars(ITOS))
+        with pytest.raises(ValueError, match="integer"):
+            model(cls)(torch.rand(1, 3))
+
+
+def test_next_word_names_a_position_outside_the_sentence():
+    tok = R.WordTokenizer([["the", "orange", "is"]])
+    c = ELMoConfig(vocab_size=tok.vocab_size, d_model=8, filters=4, d_char=4)
+    m = ELMo(c, tok.chars(), seed=0)
+    sentence = ["the", "orange", "is"]
+    assert len(R.next_word(m, tok, sentence, 2)) == 3  # after the last word: allowed
+    for t in (3, -1, 1.0):
+        with pytest.raises(ValueError, match="t must"):
+            R.next_word(m, tok, sentence, t)

@@ -630,3 +630,29 @@ def test_unigram_baseline_smooths_over_the_vocabulary():
     for bad in (3, True, 2.5):
         with pytest.raises(ValueError, match="vocab_size must be an int"):
             R.unigram_baseline(d["ids"], d, corruption(), vocab_size=bad)
+
+
+def test_packing_and_batching_refuse_what_would_pack_silently():
+    """Float or negative token ids were packed (truncated) into the long tensor; n=True
+    made one pair; batch_size=True one row; step 0 read the last epoch's batch."""
+    docs = documents(0)
+    kw = dict(cls_id=CLS, sep_id=SEP, pad_id=PAD)
+    for bad in (1.5, -3, True):
+        broken = [[list(s) for s in d] for d in docs]
+        broken[1][0][0] = bad
+        with pytest.raises(ValueError, match="token ids"):
+            R.full_sentences(broken, 12, **kw)
+        with pytest.raises(ValueError, match="token ids"):
+            R.segment_pairs(broken, 2, 12, generator=torch.Generator())
+    with pytest.raises(ValueError, match="pad_id"):
+        R.full_sentences(docs, 12, cls_id=CLS, sep_id=SEP, pad_id=None)
+    with pytest.raises(ValueError, match="n must"):
+        R.segment_pairs(docs, True, 12, generator=torch.Generator())
+    with pytest.raises(TypeError, match="p_random"):
+        R.segment_pairs(docs, 2, 12, generator=torch.Generator(), p_random="0.5")
+    d = dataset(48)
+    with pytest.raises(ValueError, match="batch_size"):
+        R.epoch_batches(d, batch_size=True, corrupt=corruption())
+    stream = R.epoch_batches(d, batch_size=16, corrupt=corruption())
+    with pytest.raises(ValueError, match="step"):
+        stream(0)

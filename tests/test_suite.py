@@ -303,3 +303,10 @@ def test_slot_filler_words_differ_in_form_which_is_why_fine_tuning_avoids_them(
         assert min(n[o] for o in OCCUPATIONS) >= max(n[c] for c in COLOURS), n
     assert all(re.search(r"(er|or|ot|ian)$", o) for o in OCCUPATIONS)
     assert not any(re.search(r"(er|or|ot|ian)$", c) for c in COLOURS)
+
+
+@pytest.mark.parametrize("share", ["0.3", 0, 1, float("nan"), True])
+def test_entity_split_refuses_a_share_outside_zero_one(world, share):
+    """'0.3' failed with a comparison error between str and int."""
+    with pytest.raises((TypeError, ValueError), match="test_share"):
+        suite.entity_split(world, share)

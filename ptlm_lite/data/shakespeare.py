@@ -265,7 +265,6 @@ def get_play(name: str) -> Play:
 # Splits: by play, so nothing leaks
 
 
-@functools.lru_cache(maxsize=1)
 def split_plays() -> dict[str, tuple[Play, ...]]:
     """A deterministic train/validation/test split by play: 32 / 3 / 3 plays.
 
@@ -276,8 +275,14 @@ def split_plays() -> dict[str, tuple[Play, ...]]:
     characters may be: a history's sequels share them (Henry VI, Part 2
     is held out, Parts 1 and 3 are not; Richard III shares Gloucester, Clarence and
     Edward IV with them), so a held-out play is new text, not always a new story. Used
-    in every chapter that trains on Shakespeare.
+    in every chapter that trains on Shakespeare. A new dict each call: changing it
+    changes nothing for the next caller.
     """
+    return dict(_split_plays())
+
+
+@functools.lru_cache(maxsize=1)
+def _split_plays() -> dict[str, tuple[Play, ...]]:
     plays = load_plays()
     order = sorted(plays, key=lambda p: hashlib.sha256(p.slug.encode()).hexdigest())
     test, validation = set(order[:3]), set(order[3:6])
@@ -292,7 +297,7 @@ def split_plays() -> dict[str, tuple[Play, ...]]:
 def _plays_for(split: str) -> tuple[Play, ...]:
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; split must be one of {SPLITS}")
-    return split_plays()[split]
+    return _split_plays()[split]
 
 
 # ----------------------------------------------------------------------------------
@@ -437,13 +442,18 @@ def _is_proper(word: str, counts: Counter) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=1)
 def proper_names() -> dict[str, dict[str, str]]:
     """Per play slug: ``{name: label}`` with the names of its characters and places.
 
     Character names come from the speaker list ("DUKE VINCENTIO" -> "Vincentio"), place
-    names from scene headings ("SCENE I. Elsinore. A platform ..." -> "Elsinore").
+    names from scene headings ("SCENE I. Elsinore. A platform ..." -> "Elsinore"). A
+    new dict each call (changing it changes nothing for the next caller).
     """
+    return {slug: dict(names) for slug, names in _proper_names().items()}
+
+
+@functools.lru_cache(maxsize=1)
+def _proper_names() -> dict[str, dict[str, str]]:
     counts = _word_counts()
     names: dict[str, dict[str, str]] = {}
     for play in load_plays():
@@ -463,7 +473,7 @@ def proper_names() -> dict[str, dict[str, str]]:
 
 @functools.lru_cache(maxsize=4)
 def _entities(split: str) -> tuple[EntityDocument, ...]:
-    table = proper_names()
+    table = _proper_names()
     out = []
     for play in _plays_for(split):
         names = table[play.slug]

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..checks import check_count
 from ..data.world import COLOURS, INDUSTRIES, OCCUPATIONS
 from ..device import eval_mode
 from ..elmo import CoVe, ELMo, ELMoConfig, ScalarMix, BiLSTMLM, word_chars
@@ -416,7 +417,11 @@ def heldout_loss(model, tok: WordTokenizer, sentences) -> float:
 @torch.no_grad()
 def next_word(model, tok: WordTokenizer, sentence, t: int, k: int = 3):
     """The ``k`` likeliest words at position ``t + 1`` of ``sentence`` by the model's
-    forward (next-word) logits at ``t``: ``[(word, probability)]``."""
+    forward (next-word) logits at ``t``: ``[(word, probability)]`` (``t`` the last
+    position: the word after the sentence)."""
+    check_count("t", t, low=0)
+    if t >= len(sentence):
+        raise ValueError(f"t must be < len(sentence)={len(sentence)}, got {t}")
     with eval_mode(model):
         ids = torch.tensor([tok.encode(sentence)])
         p = model(ids).logits[0, t].softmax(-1)

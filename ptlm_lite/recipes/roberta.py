@@ -31,6 +31,7 @@ Chapter: ``chapters/roberta.ipynb``.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -38,7 +39,7 @@ import torch
 from torch import nn
 
 from ..bert import init_weights
-from ..checks import check_count, check_flag, check_generator
+from ..checks import check_count, check_flag, check_generator, check_number
 from ..corrupt import MASKED, Masked, Pair
 from ..device import eval_mode, scores_on_device
 from ..output import Output, cross_entropy
@@ -66,6 +67,10 @@ def _check_documents(documents) -> None:
         )
     if not any(len(s) for d in documents for s in d):
         raise ValueError("documents holds no token: every sentence is empty")
+    bad = next((t for d in documents for s in d for t in s if isinstance(t, bool)
+                or not isinstance(t, numbers.Integral) or t < 0), None)  # fmt: skip
+    if bad is not None:
+        raise ValueError(f"documents must hold token ids (ints >= 0), got {bad!r}")
 
 
 def _rand(k: int, generator) -> int:
@@ -92,11 +97,9 @@ def segment_pairs(
     """
     check_generator(generator)
     _check_documents(documents)
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
-    if not isinstance(max_tokens, int) or max_tokens < 2:
-        raise ValueError(f"max_tokens must be an integer >= 2, got {max_tokens!r}")
-    if not 0.0 <= p_random <= 1.0:
+    n = check_count("n", n)  # not True
+    max_tokens = check_count("max_tokens", max_tokens, low=2)
+    if not 0.0 <= check_number("p_random", p_random) <= 1.0:
         raise ValueError(f"p_random must be in [0, 1], got {p_random!r}")
     docs = [[list(s) for s in d if len(s)] for d in documents]
     with_pairs = [i for i, d in enumerate(docs) if len(d) >= 2]
@@ -162,6 +165,8 @@ def full_sentences(
     if not isinstance(max_len, int) or max_len < 3:
         raise ValueError(f"max_len must be an integer >= 3, got {max_len!r}")
     cross_documents = check_flag("cross_documents", cross_documents)  # not "no"
+    for name, v in (("cls_id", cls_id), ("sep_id", sep_id), ("pad_id", pad_id)):
+        check_count(name, v, low=0)
     order = list(range(len(documents)))
     if generator is not None:
         check_generator(generator)
@@ -252,7 +257,11 @@ def epoch_batches(
     n = len(data["ids"])
     if any(len(v) != n for v in data.values()):
         raise ValueError("every tensor of data must have the same number of rows")
-    if not isinstance(batch_size, int) or not 1 <= batch_size <= n:
+    if (
+        isinstance(batch_size, bool)
+        or not isinstance(batch_size, int)
+        or not 1 <= batch_size <= n
+    ):
         raise ValueError(
             f"batch_size must be an integer in [1, {n}] (the rows of data), got "
             f"{batch_size!r}"
@@ -264,6 +273,7 @@ def epoch_batches(
         masked = static_masks(data["ids"], corrupt, copies=copies, generator=g)
 
     def batch(step: int) -> dict:
+        step = check_count("step", step)  # train counts from 1
         epoch, k = divmod(step - 1, per_epoch)
         g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
         rows = torch.randperm(n, generator=g)[k * batch_size : (k + 1) * batch_size]

@@ -1,11 +1,13 @@
-"""How the suite's tasks are built from a world: the entity split, the fact tasks,
-the slot filler, the kind tasks and span QA. See :mod:`ptlm_lite.suite`."""
+"""How the suite's tasks are built from a world: the entity split, the fact tasks and
+the slot filler (the kind tasks and span QA are in :mod:`ptlm_lite.suite.controls`).
+See :mod:`ptlm_lite.suite`."""
 
 from __future__ import annotations
 
 import random
 import re
 
+from ..checks import check_number
 from .task import N_CHOICES, TEST_SHARE, Task, make_task
 
 # ----------------------------------------------------------------------------------
@@ -23,8 +25,7 @@ def entity_split(world, test_share: float = TEST_SHARE) -> dict[int, str]:
     (seeded by the world's seed). Every task of the suite asks its test questions about
     test entities only.
     """
-    if not 0 < test_share < 1:
-        raise ValueError(f"test_share must be in (0, 1), got {test_share!r}")
+    check_number("test_share", test_share, strict=True, high=1)  # in (0, 1)
     rng = _rng(world, "split")
     split = {}
     for kind in ("person", "city", "country", "organisation"):
