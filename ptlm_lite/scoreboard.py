@@ -311,7 +311,8 @@ def pretraining_gains(board) -> dict:
     """{chapter: "task: effect [low, high] (verdict)"} from a scoreboard's rows that
     compare a trained model with the same network's random weights ("pre-trained beats
     random init on ...", "text infilling beats random weights on ...", "ELMo layer 2
-    beats ELMo layer 2, random weights on ..."): what the chapters measured of
+    beats ELMo layer 2, random weights on ...", "SiATL beats from scratch on ..."):
+    what the chapters measured of
     pre-training against a random-weights model of the same shape, read from their
     records. Chapter: the synthesis."""
     out: dict[str, list[str]] = {}
@@ -323,7 +324,8 @@ def pretraining_gains(board) -> dict:
         if (
             not task
             or who.startswith("random")
-            or not re.search(r"\brandom (?:init|weights)\b", against)
+            or who == "from scratch"
+            or not re.search(r"\brandom (?:init|weights)\b|\bfrom scratch\b", against)
         ):
             continue  # "LSH beats random": random buckets, not random weights
         task = task.split(" (higher")[0].split(" (lower")[0]

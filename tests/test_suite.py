@@ -310,3 +310,19 @@ def test_entity_split_refuses_a_share_outside_zero_one(world, share):
     """'0.3' failed with a comparison error between str and int."""
     with pytest.raises((TypeError, ValueError), match="test_share"):
         suite.entity_split(world, share)
+
+
+def test_each_slot_filler_test_word_fills_its_slot_5_to_20_times_and_nowhere_else(
+    world,
+):
+    """What the task's description and the MASS and UniLM chapters say of the
+    pre-training documents (world 0's, which those chapters pre-train on)."""
+    text = " ".join(d.text for d in world.documents)
+    for words, slot in (
+        (COLOURS, r"favourite colour of [^.]* is "),
+        (OCCUPATIONS, r"-year-old "),
+    ):
+        for w in words:
+            in_slot = len(re.findall(rf"{slot}{w}\b", text))
+            assert 5 <= in_slot <= 20, (w, in_slot)
+            assert len(re.findall(rf"\b{w}\b", text, flags=re.I)) == in_slot, w

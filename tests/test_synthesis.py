@@ -146,15 +146,18 @@ def test_pretraining_gains_read_every_comparison_with_random_weights():
         "ELMo layer 2 beats ELMo layer 2, random weights on sense (higher is better)",
         "LSH beats random on agreement (higher is better)",  # random buckets
         "random init beats the baseline on t, against the majority class",
+        "SiATL beats from scratch on t (higher is better)",  # ULMFiT's and SiATL's
+        "from scratch beats the baseline on t, against the majority class",
     ]
     board = pd.DataFrame(
-        dict(chapter=list("abcde"), claim=claims, interval="+0.1 [0, 0.2]", tiny="v")
+        dict(chapter=list("abcdefg"), claim=claims, interval="+0.1 [0, 0.2]", tiny="v")
     )
     gains = scoreboard.pretraining_gains(board)
     assert gains == {
         "a": "t: +0.1 [0, 0.2] (v)",
         "b": "facts, text infilling: +0.1 [0, 0.2] (v)",
         "c": "sense, ELMo layer 2: +0.1 [0, 0.2] (v)",
+        "f": "t, SiATL: +0.1 [0, 0.2] (v)",
     }
 
 
