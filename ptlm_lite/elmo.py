@@ -202,7 +202,9 @@ def lm_targets(ids, valid=None) -> tuple[torch.Tensor, torch.Tensor]:
     """The two LMs' targets, (B, T) each: the forward LM at t predicts word t+1, the
     backward LM word t-1; ``IGNORE`` where there is none (the ends) and at every
     padding position: the backward state there has read the whole sentence, the last
-    word included, so it must predict nothing. Chapter elmo."""
+    word included, so it must predict nothing. int64 whatever the ids' type (what
+    cross-entropy takes). Chapter elmo."""
+    ids = ids.long()
     keep = ids if valid is None else ids.masked_fill(~valid, IGNORE)
     pad = torch.full_like(ids[:, :1], IGNORE)
     nxt, prev = torch.cat([keep[:, 1:], pad], 1), torch.cat([pad, keep[:, :-1]], 1)

@@ -144,7 +144,7 @@ def replace_spans(ids, selected, *, mask_id, vocab_size, generator, random_ids=N
     action[selected & (u >= 0.9)] = UNCHANGED
     inputs = torch.where(action == MASKED, mask_id, ids)  # never modify ids
     inputs = torch.where(action == RANDOM, noise.to(ids.dtype), inputs)
-    targets = torch.where(selected, ids, IGNORE)
+    targets = torch.where(selected, ids.long(), IGNORE)  # int64: cross-entropy's
     return Masked(inputs, targets, selected.clone(), action)
 
 

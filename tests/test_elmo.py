@@ -295,6 +295,8 @@ def test_the_leaky_model_checks_what_elmo_checks():
             cls(ELMoConfig(vocab_size=5), word_chars(ITOS))
         with pytest.raises(ValueError, match="integer"):
             model(cls)(torch.rand(1, 3))
+        ids = torch.tensor([[2, 3, 4, 5]])  # int32 ids train as int64 ones do
+        assert torch.equal(model(cls)(ids.int()).loss, model(cls)(ids).loss)
 
 
 def test_next_word_names_a_position_outside_the_sentence():
@@ -306,3 +308,6 @@ def test_next_word_names_a_position_outside_the_sentence():
     for t in (3, -1, 1.0):
         with pytest.raises(ValueError, match="t must"):
             R.next_word(m, tok, sentence, t)
+    assert len(R.next_word(m, tok, "the orange is", 2)) == 3  # a string: its words
+    with pytest.raises(ValueError, match="t must"):
+        R.next_word(m, tok, "the orange is", 5)  # not its 13 characters

@@ -637,7 +637,7 @@ def test_packing_and_batching_refuse_what_would_pack_silently():
     made one pair; batch_size=True one row; step 0 read the last epoch's batch."""
     docs = documents(0)
     kw = dict(cls_id=CLS, sep_id=SEP, pad_id=PAD)
-    for bad in (1.5, -3, True):
+    for bad in (1.5, -3, True, None):
         broken = [[list(s) for s in d] for d in docs]
         broken[1][0][0] = bad
         with pytest.raises(ValueError, match="token ids"):
@@ -656,3 +656,6 @@ def test_packing_and_batching_refuse_what_would_pack_silently():
     stream = R.epoch_batches(d, batch_size=16, corrupt=corruption())
     with pytest.raises(ValueError, match="step"):
         stream(0)
+    np = pytest.importorskip("numpy")  # NumPy counts are counts
+    R.epoch_batches(d, batch_size=np.int64(16), corrupt=corruption())(1)
+    R.full_sentences(docs, np.int64(12), **kw)

@@ -557,3 +557,17 @@ WRONG_ANSWERS = {
     "span length distribution": [_clipped, _unnormalised, _swapped, _uniform],
     "span boundaries": [_boundaries_inside, _rel_from_one, _one_span_per_row],
 }
+
+
+def test_span_targets_are_int64_whatever_the_ids_type():
+    """int32 ids gave int32 targets, which cross-entropy refuses."""
+    ids = torch.tensor([[CLS, 10, 20, 30, 40, 50, 60, SEP]])
+    selected = torch.zeros_like(ids, dtype=torch.bool)
+    selected[0, 2:5] = True
+    g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    wide = S.replace_spans(ids, selected, mask_id=MASK, vocab_size=V, generator=g())
+    narrow = S.replace_spans(
+        ids.int(), selected, mask_id=MASK, vocab_size=V, generator=g()
+    )
+    assert narrow.targets.dtype == torch.int64
+    assert torch.equal(narrow.targets, wide.targets)

@@ -420,10 +420,11 @@ def next_word(model, tok: WordTokenizer, sentence, t: int, k: int = 3):
     forward (next-word) logits at ``t``: ``[(word, probability)]`` (``t`` the last
     position: the word after the sentence)."""
     check_count("t", t, low=0)
-    if t >= len(sentence):
-        raise ValueError(f"t must be < len(sentence)={len(sentence)}, got {t}")
+    encoded = tok.encode(sentence)  # a string or a list of words
+    if t >= len(encoded):
+        raise ValueError(f"t must be < the sentence's {len(encoded)} words, got {t}")
     with eval_mode(model):
-        ids = torch.tensor([tok.encode(sentence)])
+        ids = torch.tensor([encoded])
         p = model(ids).logits[0, t].softmax(-1)
     top = p.topk(k)
     return [(tok.itos[i], float(q)) for q, i in zip(top.values, top.indices)]

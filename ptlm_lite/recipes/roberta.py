@@ -67,10 +67,19 @@ def _check_documents(documents) -> None:
         )
     if not any(len(s) for d in documents for s in d):
         raise ValueError("documents holds no token: every sentence is empty")
-    bad = next((t for d in documents for s in d for t in s if isinstance(t, bool)
-                or not isinstance(t, numbers.Integral) or t < 0), None)  # fmt: skip
-    if bad is not None:
-        raise ValueError(f"documents must hold token ids (ints >= 0), got {bad!r}")
+    for d in documents:
+        for s in d:
+            if isinstance(s, torch.Tensor):  # a sentence as a tensor of ids
+                if s.is_floating_point() or s.dtype == torch.bool or (s < 0).any():
+                    raise ValueError(
+                        f"documents must hold token ids (ints >= 0), got {s!r}"
+                    )
+                continue
+            for t in s:
+                if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
+                    raise ValueError(
+                        f"documents must hold token ids (ints >= 0), got {t!r}"
+                    )
 
 
 def _rand(k: int, generator) -> int:
@@ -162,8 +171,7 @@ def full_sentences(
     ``segments`` (all 0), padded to the longest row.
     """
     _check_documents(documents)
-    if not isinstance(max_len, int) or max_len < 3:
-        raise ValueError(f"max_len must be an integer >= 3, got {max_len!r}")
+    max_len = check_count("max_len", max_len, low=3)
     cross_documents = check_flag("cross_documents", cross_documents)  # not "no"
     for name, v in (("cls_id", cls_id), ("sep_id", sep_id), ("pad_id", pad_id)):
         check_count(name, v, low=0)
@@ -259,13 +267,14 @@ def epoch_batches(
         raise ValueError("every tensor of data must have the same number of rows")
     if (
         isinstance(batch_size, bool)
-        or not isinstance(batch_size, int)
+        or not isinstance(batch_size, numbers.Integral)
         or not 1 <= batch_size <= n
     ):
         raise ValueError(
             f"batch_size must be an integer in [1, {n}] (the rows of data), got "
             f"{batch_size!r}"
         )
+    batch_size = int(batch_size)  # a NumPy count as Python's, for the seeds below
     per_epoch = n // batch_size
     masked = None
     if masking == "static":
