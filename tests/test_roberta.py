@@ -640,9 +640,9 @@ def test_packing_and_batching_refuse_what_would_pack_silently():
     for bad in (1.5, -3, True, None):
         broken = [[list(s) for s in d] for d in docs]
         broken[1][0][0] = bad
-        with pytest.raises(ValueError, match="token ids"):
+        with pytest.raises((TypeError, ValueError), match="token ids"):
             R.full_sentences(broken, 12, **kw)
-        with pytest.raises(ValueError, match="token ids"):
+        with pytest.raises((TypeError, ValueError), match="token ids"):
             R.segment_pairs(broken, 2, 12, generator=torch.Generator())
     with pytest.raises(ValueError, match="pad_id"):
         R.full_sentences(docs, 12, cls_id=CLS, sep_id=SEP, pad_id=None)

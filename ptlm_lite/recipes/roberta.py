@@ -31,7 +31,6 @@ Chapter: ``chapters/roberta.ipynb``.
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -39,7 +38,7 @@ import torch
 from torch import nn
 
 from ..bert import init_weights
-from ..checks import check_count, check_flag, check_generator, check_number
+from ..checks import check_count, check_flag, check_generator, check_ints, check_number
 from ..corrupt import MASKED, Masked, Pair
 from ..device import eval_mode, scores_on_device
 from ..output import Output, cross_entropy
@@ -69,17 +68,8 @@ def _check_documents(documents) -> None:
         raise ValueError("documents holds no token: every sentence is empty")
     for d in documents:
         for s in d:
-            if isinstance(s, torch.Tensor):  # a sentence as a tensor of ids
-                if s.is_floating_point() or s.dtype == torch.bool or (s < 0).any():
-                    raise ValueError(
-                        f"documents must hold token ids (ints >= 0), got {s!r}"
-                    )
-                continue
-            for t in s:
-                if isinstance(t, bool) or not isinstance(t, numbers.Integral) or t < 0:
-                    raise ValueError(
-                        f"documents must hold token ids (ints >= 0), got {t!r}"
-                    )
+            if len(s):  # ints >= 0 (a list, a tuple or a tensor of them)
+                check_ints("documents' token ids", s)
 
 
 def _rand(k: int, generator) -> int:
@@ -265,16 +255,11 @@ def epoch_batches(
     n = len(data["ids"])
     if any(len(v) != n for v in data.values()):
         raise ValueError("every tensor of data must have the same number of rows")
-    if (
-        isinstance(batch_size, bool)
-        or not isinstance(batch_size, numbers.Integral)
-        or not 1 <= batch_size <= n
-    ):
+    batch_size = check_count("batch_size", batch_size)  # a NumPy count as Python's
+    if batch_size > n:
         raise ValueError(
-            f"batch_size must be an integer in [1, {n}] (the rows of data), got "
-            f"{batch_size!r}"
+            f"batch_size must be <= {n} (the rows of data), got {batch_size}"
         )
-    batch_size = int(batch_size)  # a NumPy count as Python's, for the seeds below
     per_epoch = n // batch_size
     masked = None
     if masking == "static":
