@@ -22,8 +22,10 @@ __all__ = [
     "OPPOSITE",
     "SHOWS_UP",
     "TOO_NOISY",
+    "NEAR",
     "VERDICTS",
     "Verdict",
+    "closeness",
     "log",
     "rule",
 ]
@@ -35,6 +37,10 @@ TOO_NOISY = "too noisy to tell"
 CANNOT_TEST = "cannot test here"
 VERDICTS = (SHOWS_UP, OPPOSITE, NO_EFFECT, TOO_NOISY)  # what rule() can say
 CATEGORIES = (*VERDICTS, CANNOT_TEST)  # what a Verdict can be: the floor adds one
+
+# a verdict whose closeness() is below this says so (book/replication.ipynb: such
+# verdicts are the ones that fresh seeds changed most often)
+NEAR = 0.25
 
 # every verdict is appended to this JSON-lines file when the variable is set
 # (scripts/execute.py and scripts/replicate.py read a chapter's verdicts from it)
@@ -51,6 +57,36 @@ def rule(low: float, high: float, min_effect: float) -> str:
     if high < 0:
         return OPPOSITE
     return TOO_NOISY
+
+
+def closeness(low: float, high: float, min_effect: float) -> float | None:
+    """How near the interval ``[low, high]`` is to another category of :func:`rule`:
+    the smallest move of one end that would change the verdict, in half-widths of the
+    interval (None for an interval with no width).
+
+    >>> closeness(0.01, 0.21, 0.05)  # low end 0.01 above zero, half-width 0.1
+    0.1
+
+    ``book/replication.ipynb`` counts, by closeness, how often the book's verdicts kept
+    their category with fresh seeds: those under :data:`NEAR` changed most often.
+    """
+    half = (high - low) / 2
+    if not half > 0:
+        return None
+    m = min_effect
+    said = rule(low, high, m)
+    if said == NO_EFFECT:  # either end out past ±m
+        gaps = [low + m, m - high]
+    elif said == SHOWS_UP:  # low back to zero, or high inside +m (if low is)
+        gaps = [low] + ([high - m] if low <= m else [])
+    elif said == OPPOSITE:
+        gaps = [-high] + ([-m - low] if high >= -m else [])
+    else:  # holds zero: one end across it, or the one end beyond ±m back inside
+        gaps = [-low, high]
+        beyond = [e for e in (low, high) if abs(e) > m]
+        if len(beyond) == 1:
+            gaps.append(abs(beyond[0]) - m)
+    return min(gaps) / half
 
 
 @dataclass
@@ -121,6 +157,12 @@ class Verdict:
         return pd.DataFrame(rows)
 
     @property
+    def closeness(self) -> float | None:
+        """:func:`closeness` of the interval: below :data:`NEAR`, the sentence says the
+        verdict is close to another category."""
+        return closeness(self.low, self.high, self.min_effect)
+
+    @property
     def sentence(self) -> str:
         f, pct, m = self.fmt.format, f"{self.level:.0%}", self.min_effect
         where = {
@@ -149,6 +191,13 @@ class Verdict:
             f"in the claimed direction is {f(self.effect)} ({pct} interval "
             f"{f(self.low)} to {f(self.high)}, {counted}): {where}."
         )
+        near = self.closeness
+        if self.verdict != CANNOT_TEST and near is not None and near < NEAR:
+            text += (
+                f" (Close to another category: moving one end of the interval by "
+                f"{near:.2f} of its half-width would change the verdict; such verdicts "
+                "are the ones fresh seeds changed most often, book/replication.ipynb.)"
+            )
         return " ".join([text, *self.notes]).replace("  ", " ")
 
     @property

@@ -45,6 +45,11 @@ and one below the floor is not evidence for it.
                 [===]                      does not show up (certain, but too small)
                   [===============]        too noisy to tell
 
+How sure is the category? :func:`closeness` measures how far one end of the interval
+would have to move to change it, in half-widths of the interval; below :data:`NEAR` the
+verdict's sentence says it is close to another category (``book/replication.ipynb``:
+such verdicts are the ones that fresh seeds changed most often).
+
 The interval (:mod:`ptlm_lite.intervals`). Give each condition's measurements as one
 number per seed, or, when every seed is scored on the same test examples, one row per
 seed of one score per example (2-D; 1/0 for right/wrong): the interval then counts the
@@ -63,12 +68,14 @@ from .categories import (
     CANNOT_TEST,
     CATEGORIES,
     LOG_VAR,
+    NEAR,
     NO_EFFECT,
     OPPOSITE,
     SHOWS_UP,
     TOO_NOISY,
     VERDICTS,
     Verdict,
+    closeness,
     log,
     rule,
 )
@@ -91,6 +98,8 @@ __all__ = [
     "Verdict",
     "t_quantile",
     "rule",
+    "closeness",
+    "NEAR",
     "SHOWS_UP",
     "OPPOSITE",
     "NO_EFFECT",

@@ -671,3 +671,48 @@ def test_short_says_the_verdict_and_its_numbers_in_one_line():
     plain = _vs_majority(AT_FLOOR, floor=None)
     assert plain.rule_note == "" and "rule alone" not in plain.short()
     assert plain.short("{:.1%}").startswith(f"**{plain.verdict}** (effect ")
+
+
+def _moves(low, high, step):
+    """Every interval with one end of [low, high] moved by ``step`` (either way)."""
+    for d in (step, -step):
+        if low + d <= high:
+            yield low + d, high
+        if high + d >= low:
+            yield low, high + d
+
+
+def test_closeness_is_the_smallest_move_of_one_end_that_changes_the_verdict():
+    from ptlm_lite.categories import closeness
+
+    rng = np.random.default_rng(0)
+    m = 0.05
+    ends = rng.uniform(-0.2, 0.2, size=(2000, 2))
+    for low, high in np.sort(ends, axis=1):
+        said, half, c = V.rule(low, high, m), (high - low) / 2, closeness(low, high, m)
+        below = [V.rule(lo, hi, m) for lo, hi in _moves(low, high, 0.999 * c * half)]
+        above = [V.rule(lo, hi, m) for lo, hi in _moves(low, high, 1.001 * c * half)]
+        assert all(v == said for v in below), (low, high, c)
+        assert any(v != said for v in above), (low, high, c)
+    assert closeness(0.01, 0.21, m) == pytest.approx(0.1)  # the low end, 0.01 from 0
+    assert closeness(0.3, 0.3, m) is None  # no width
+
+
+def test_a_verdict_close_to_another_category_says_so():
+    near = verdict(  # shows up, its low end 0.005 above zero: 0.09 of its half-width
+        {"a": [0.62, 0.66, 0.63, 0.72, 0.64], "b": [0.60, 0.60, 0.60, 0.60, 0.60]},
+        better="a",
+        worse="b",
+        min_effect=0.05,
+    )
+    far = verdict(
+        {"a": [0.81, 0.84, 0.80], "b": [0.62, 0.60, 0.66]},
+        better="a",
+        worse="b",
+        min_effect=0.02,
+    )
+    assert near.verdict == far.verdict == SHOWS_UP
+    assert near.closeness < V.NEAR <= far.closeness
+    assert "Close to another category" in near.sentence
+    assert "Close to another category" not in far.sentence
+    assert f"{near.closeness:.2f} of its half-width" in near.sentence
