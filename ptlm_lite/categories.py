@@ -139,7 +139,9 @@ class Verdict:
 
     @property
     def table(self):
-        """One row per condition: seeds, mean, standard deviation over seeds (n - 1)."""
+        """One row per condition: seeds, test examples (a column only where some
+        condition was scored per example), mean, standard deviation over seeds
+        (n - 1)."""
         import pandas as pd  # lazily: the rule itself needs numpy only
 
         rows = []
@@ -154,7 +156,10 @@ class Verdict:
                     "std over seeds": float(m.std(ddof=1)),
                 }
             )
-        return pd.DataFrame(rows)
+        out = pd.DataFrame(rows)
+        if out["test examples"].isna().all():  # seeds only: no column of None
+            out = out.drop(columns="test examples")
+        return out
 
     @property
     def closeness(self) -> float | None:

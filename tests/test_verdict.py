@@ -133,6 +133,7 @@ def test_per_example_scores_count_the_test_set():
     v = verdict({"a": a, "b": b}, better="a", worse="b", min_effect=0.02, paired=True)
     assert v.effect == pytest.approx(3 / 45)
     assert v.examples == 45 and "45 test examples" in v.sentence
+    assert v.table["test examples"].tolist() == [45, 45]
     # the per-example differences: 3 of 45 are +1, the rest 0
     d = right - other
     half = V.t_quantile(0.975, 44) * d.std(ddof=1) / math.sqrt(45)
@@ -297,13 +298,9 @@ def test_sentence_table_and_html_carry_the_numbers():
     # the seeds counted are the compared conditions' (3), not the shown "other"'s (2)
     assert v.seeds == 3 and "over 3 seeds" in s and v.record()["seeds"] == 3
     t = v.table
-    assert list(t.columns) == [
-        "condition",
-        "seeds",
-        "test examples",
-        "mean",
-        "std over seeds",
-    ]
+    # one number per seed: no "test examples" column (it showed None in every row)
+    assert list(t.columns) == ["condition", "seeds", "mean", "std over seeds"]
+    assert "None" not in v._repr_html_()
     # every condition is shown
     assert t["condition"].tolist() == ["pre-trained", "random init", "other"]
     assert t.loc[0, "mean"] == pytest.approx(0.81667, abs=1e-4)

@@ -430,6 +430,27 @@ def test_diagram_draws_boxes_arrows_and_links_from_text():
         diagram_svg("  ")
 
 
+def test_every_diagram_label_fits_inside_its_box():
+    """Labels were drawn centred in boxes of a fixed 230 px, and long ones ran out of
+    them on the page (ALBERT's "LayerNorm, then E x H up to the width H", 255 px)."""
+    import re
+
+    from ptlm_lite.viz.diagram import BOX_W, TEXT_PAD, diagram_svg, text_px
+
+    short = diagram_svg("a\nb: c")
+    assert f'width="{BOX_W}"' in short  # short labels keep the usual box
+    long = "choose each unit (p = 0.15), hide it whole"
+    svg = diagram_svg(
+        f"ids\nmask: {long}\n---\n[CLS] sentence A [SEP] sentence B [SEP]"
+    )
+    box = float(re.search(r'<rect [^>]*width="([\d.]+)"', svg).group(1))
+    labels = re.findall(r'font-size="([\d.]+)"[^>]*>([^<]+)</text>', svg)
+    assert len(labels) == 4
+    for size, text in labels:
+        assert text_px(text, float(size)) + 2 * TEXT_PAD <= box + 1e-9, text
+    assert box > BOX_W
+
+
 # --- figures that stay legible on a phone, sharp, and rendered by the book (issue 26)
 
 

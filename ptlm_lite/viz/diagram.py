@@ -11,7 +11,8 @@ SVG.
     ''')
 
 Each non-empty line is a box, drawn top to bottom with an arrow to the next; ``name:
-note`` puts the note in smaller type under the name. Columns side by side (an encoder
+note`` puts the note in smaller type under the name; every box is as wide as the
+diagram's widest label needs (at least ``BOX_W``). Columns side by side (an encoder
 and a decoder) are blocks separated by a line ``---``; ``links=[(from_col, from_row,
 to_col, to_row, label)]`` draws extra arrows between them (cross-attention). The SVG is
 text in the notebook: it shows the same in a live kernel, in Colab and in the static
@@ -30,6 +31,7 @@ from ._html import esc
 __all__ = ["diagram", "diagram_svg"]
 
 BOX_W, BOX_H, GAP, COL_GAP, PAD = 230, 44, 22, 90, 14
+TEXT_PAD = 10  # px between a box's widest label and its sides
 
 
 def _parse(spec: str) -> list[list[tuple[str, str]]]:
@@ -57,15 +59,37 @@ def _parse(spec: str) -> list[list[tuple[str, str]]]:
     return columns
 
 
-def _pos(c: int, r: int) -> tuple[float, float]:
-    return PAD + c * (BOX_W + COL_GAP), PAD + r * (BOX_H + GAP)
+def _pos(c: int, r: int, box_w: float = BOX_W) -> tuple[float, float]:
+    return PAD + c * (box_w + COL_GAP), PAD + r * (BOX_H + GAP)
+
+
+def text_px(text: str, size: float) -> float:
+    """The width in px of ``text`` at ``size`` px in DejaVu Sans: matplotlib's font, and
+    the sans-serif a Linux browser draws these labels in (wider than most others)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    prop = FontProperties(family="DejaVu Sans", size=size)
+    return TextToPath().get_text_width_height_descent(text, prop, ismath=False)[0]
+
+
+def _box_width(columns) -> int:
+    """``BOX_W``, or wider where a label needs it: every box of a diagram is as wide as
+    its widest label (names at 14 px, notes at 12.5) and ``TEXT_PAD`` on each side."""
+    widest = max(
+        max(text_px(name, 14), text_px(note, 12.5))
+        for col in columns
+        for name, note in col
+    )
+    return max(BOX_W, math.ceil(widest + 2 * TEXT_PAD))
 
 
 def diagram_svg(spec: str, links=(), title: str | None = None) -> str:
     """The SVG markup of :func:`diagram` (a string)."""
     columns = _parse(spec)
+    box_w = _box_width(columns)
     rows = max(len(c) for c in columns)
-    width = 2 * PAD + len(columns) * BOX_W + (len(columns) - 1) * COL_GAP
+    width = 2 * PAD + len(columns) * box_w + (len(columns) - 1) * COL_GAP
     height = 2 * PAD + rows * BOX_H + (rows - 1) * GAP
     # never shrunk below the width at which its smallest text (12) is 10 px: on a phone
     # the figure scrolls sideways instead (issue 26)
@@ -80,23 +104,23 @@ def diagram_svg(spec: str, links=(), title: str | None = None) -> str:
         out.append(f"<title>{esc(title)}</title>")
     for c, col in enumerate(columns):
         for r, (name, note) in enumerate(col):
-            x, y = _pos(c, r)
+            x, y = _pos(c, r, box_w)
             out.append(
-                f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="7" fill="#eef3fb" stroke="#4a6fa5"/>'
+                f'<rect x="{x}" y="{y}" width="{box_w}" height="{BOX_H}" rx="7" fill="#eef3fb" stroke="#4a6fa5"/>'
             )
             if note:
                 out.append(
-                    f'<text x="{x + BOX_W / 2}" y="{y + 19}" font-size="14" text-anchor="middle" fill="#1a1a1a">{esc(name)}</text>'
+                    f'<text x="{x + box_w / 2}" y="{y + 19}" font-size="14" text-anchor="middle" fill="#1a1a1a">{esc(name)}</text>'
                 )
                 out.append(
-                    f'<text x="{x + BOX_W / 2}" y="{y + 36}" font-size="12.5" text-anchor="middle" fill="#444">{esc(note)}</text>'
+                    f'<text x="{x + box_w / 2}" y="{y + 36}" font-size="12.5" text-anchor="middle" fill="#444">{esc(note)}</text>'
                 )
             else:
                 out.append(
-                    f'<text x="{x + BOX_W / 2}" y="{y + 27}" font-size="14" text-anchor="middle" fill="#1a1a1a">{esc(name)}</text>'
+                    f'<text x="{x + box_w / 2}" y="{y + 27}" font-size="14" text-anchor="middle" fill="#1a1a1a">{esc(name)}</text>'
                 )
             if r + 1 < len(col):
-                cx = x + BOX_W / 2
+                cx = x + box_w / 2
                 out.append(
                     f'<line x1="{cx}" y1="{y + BOX_H}" x2="{cx}" y2="{y + BOX_H + GAP - 2}" stroke="#555" '
                     f'stroke-width="1.5" marker-end="url(#ptlm-arrow)"/>'
@@ -114,10 +138,10 @@ def diagram_svg(spec: str, links=(), title: str | None = None) -> str:
                     f"links entry {link!r} points at column {c}, row {r}, which has no "
                     f"box"
                 )
-        x0, y0 = _pos(c0, r0)
-        x1, y1 = _pos(c1, r1)
-        sx = x0 + (BOX_W if c1 > c0 else 0)
-        ex = x1 + (0 if c1 > c0 else BOX_W)
+        x0, y0 = _pos(c0, r0, box_w)
+        x1, y1 = _pos(c1, r1, box_w)
+        sx = x0 + (box_w if c1 > c0 else 0)
+        ex = x1 + (0 if c1 > c0 else box_w)
         out.append(
             f'<line x1="{sx}" y1="{y0 + BOX_H / 2}" x2="{ex}" y2="{y1 + BOX_H / 2}" stroke="#a5574a" '
             f'stroke-width="1.5" stroke-dasharray="5 3" marker-end="url(#ptlm-arrow)"/>'
