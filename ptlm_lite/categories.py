@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import html
 import json
+import math
+import numbers
 import os
 import sys
 from dataclasses import dataclass, field
@@ -70,8 +72,20 @@ def closeness(low: float, high: float, min_effect: float) -> float | None:
     ``book/replication.ipynb`` counts, by closeness, how often the book's verdicts kept
     their category with fresh seeds: those under :data:`NEAR` changed most often.
     """
+    for name, v in (("low", low), ("high", high), ("min_effect", min_effect)):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, numbers.Real)
+            or not math.isfinite(v)
+        ):
+            raise ValueError(f"{name} must be a finite number, got {v!r}")
+    if min_effect < 0 or low > high:
+        raise ValueError(
+            f"closeness needs low <= high and min_effect >= 0, got low={low!r}, "
+            f"high={high!r}, min_effect={min_effect!r}"
+        )
     half = (high - low) / 2
-    if not half > 0:
+    if half == 0:
         return None
     m = min_effect
     said = rule(low, high, m)
@@ -86,7 +100,7 @@ def closeness(low: float, high: float, min_effect: float) -> float | None:
         beyond = [e for e in (low, high) if abs(e) > m]
         if len(beyond) == 1:
             gaps.append(abs(beyond[0]) - m)
-    return min(gaps) / half
+    return max(0.0, min(gaps) / half)  # never -0.0 (an end exactly on a boundary)
 
 
 @dataclass
@@ -168,6 +182,14 @@ class Verdict:
         return closeness(self.low, self.high, self.min_effect)
 
     @property
+    def near(self) -> bool:
+        """Close to another category (:attr:`closeness` below :data:`NEAR`; never for
+        :data:`CANNOT_TEST`, which the floor decides): the sentence and
+        :meth:`short` say so."""
+        c = self.closeness
+        return self.verdict != CANNOT_TEST and c is not None and c < NEAR
+
+    @property
     def sentence(self) -> str:
         f, pct, m = self.fmt.format, f"{self.level:.0%}", self.min_effect
         where = {
@@ -196,11 +218,12 @@ class Verdict:
             f"in the claimed direction is {f(self.effect)} ({pct} interval "
             f"{f(self.low)} to {f(self.high)}, {counted}): {where}."
         )
-        near = self.closeness
-        if self.verdict != CANNOT_TEST and near is not None and near < NEAR:
+        if self.near:
+            by = self.closeness
+            by = f"{by:.2f}" if by >= 0.005 else "less than 0.01"
             text += (
                 f" (Close to another category: moving one end of the interval by "
-                f"{near:.2f} of its half-width would change the verdict; such verdicts "
+                f"{by} of its half-width would change the verdict; such verdicts "
                 "are the ones fresh seeds changed most often, book/replication.ipynb.)"
             )
         return " ".join([text, *self.notes]).replace("  ", " ")
@@ -218,9 +241,11 @@ class Verdict:
     def short(self, fmt: str = "{:+.3f}") -> str:
         """The verdict and its numbers in one line of Markdown, for a chapter's summary
         list: ``**shows up** (effect +0.120, 95% interval +0.050 to +0.190, minimum
-        effect 0.05)``; a :data:`CANNOT_TEST` verdict adds :attr:`rule_note`."""
+        effect 0.05)``; a :data:`CANNOT_TEST` verdict adds :attr:`rule_note`, one
+        close to another category (:attr:`near`) says so."""
         f, m = fmt.format, self.min_effect
         note = f"; {self.rule_note}" if self.rule_note else ""
+        note += "; close to another category" if self.near else ""
         return (
             f"**{self.verdict}** (effect {f(self.effect)}, {self.level:.0%} interval "
             f"{f(self.low)} to {f(self.high)}, minimum effect {m:g}{note})"

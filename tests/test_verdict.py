@@ -693,6 +693,28 @@ def test_closeness_is_the_smallest_move_of_one_end_that_changes_the_verdict():
         assert any(v != said for v in above), (low, high, c)
     assert closeness(0.01, 0.21, m) == pytest.approx(0.1)  # the low end, 0.01 from 0
     assert closeness(0.3, 0.3, m) is None  # no width
+    # an end exactly on a boundary: 0, never -0.0 (the sentence would print "-0.00")
+    assert (
+        str(closeness(0.0, 0.1, m)) == "0.0" and str(closeness(-0.1, 0.0, m)) == "0.0"
+    )
+    assert closeness(-m, m, m) == 0.0  # within ±m, touching both ends
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((0.2, 0.1, 0.05), "low <= high"),
+        ((float("nan"), 0.1, 0.05), "low must be a finite number"),
+        ((0.0, float("inf"), 0.05), "high must be a finite number"),
+        ((0.0, 0.1, -0.05), "min_effect >= 0"),
+        ((0.0, 0.1, True), "min_effect must be a finite number"),
+    ],
+)
+def test_closeness_names_bad_input(args, match):
+    from ptlm_lite.categories import closeness
+
+    with pytest.raises(ValueError, match=match):
+        closeness(*args)
 
 
 def test_a_verdict_close_to_another_category_says_so():
@@ -713,3 +735,6 @@ def test_a_verdict_close_to_another_category_says_so():
     assert "Close to another category" in near.sentence
     assert "Close to another category" not in far.sentence
     assert f"{near.closeness:.2f} of its half-width" in near.sentence
+    assert near.near and not far.near
+    assert "close to another category" in near.short()
+    assert "close to another category" not in far.short()
