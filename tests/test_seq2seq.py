@@ -215,7 +215,7 @@ def test_batches_train_a_transformer_and_are_seeded():
         x, y = next(a), next(b)
         assert all(torch.equal(x[k], y[k]) for k in x)
     model = tiny()
-    assert float(model(**next(a)).loss) > 0
+    assert model(**next(a)).loss.item() > 0
     with pytest.raises(TypeError, match="doc"):
         next(S.batches([[3, 4]], identity_noise, **kw))
     with pytest.raises(TypeError, match="noise"):
