@@ -94,13 +94,13 @@ def test_each_head_loss_on_a_hand_checked_batch():
         heads["rank"].score.bias.zero_()
     out = model("single", **batch(), labels=torch.tensor([0, 1, 1]))
     expected = (math.log(4) + 2 * math.log(4 / 3)) / 3
-    assert float(out.loss) == pytest.approx(expected, abs=1e-6)
+    assert out.loss.item() == pytest.approx(expected, abs=1e-6)
     out = model("sim", **batch(), scores=torch.tensor([0.0, 1.0, 0.5]))
     assert out.logits.shape == (3,)
-    assert float(out.loss) == pytest.approx((0.25 + 0.25 + 0.0) / 3, abs=1e-6)
+    assert out.loss.item() == pytest.approx((0.25 + 0.25 + 0.0) / 3, abs=1e-6)
     out = model("rank", **batch(C=4), labels=torch.tensor([0, 3, 1]))
     assert out.logits.shape == (3, 4)
-    assert float(out.loss) == pytest.approx(math.log(4), abs=1e-6)
+    assert out.loss.item() == pytest.approx(math.log(4), abs=1e-6)
 
 
 def _bert():
