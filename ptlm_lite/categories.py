@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import html
 import json
-import math
-import numbers
 import os
 import sys
 from dataclasses import dataclass, field
 
-from .intervals import seed_means
+from .intervals import finite_number, seed_means
 
 __all__ = [
     "CANNOT_TEST",
@@ -73,12 +71,7 @@ def closeness(low: float, high: float, min_effect: float) -> float | None:
     their category with fresh seeds: those under :data:`NEAR` changed most often.
     """
     for name, v in (("low", low), ("high", high), ("min_effect", min_effect)):
-        if (
-            isinstance(v, bool)
-            or not isinstance(v, numbers.Real)
-            or not math.isfinite(v)
-        ):
-            raise ValueError(f"{name} must be a finite number, got {v!r}")
+        finite_number(name, v)
     if min_effect < 0 or low > high:
         raise ValueError(
             f"closeness needs low <= high and min_effect >= 0, got low={low!r}, "

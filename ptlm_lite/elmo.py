@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn as nn
 
+from . import layers
 from .output import IGNORE, Output, cross_entropy
 
 __all__ = [
@@ -173,22 +174,18 @@ def reverse_padded(x: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
 
 
 def check_ids(ids, valid, vocab_size: int) -> None:
-    """ids (B, T) in [0, vocab_size), valid None or a (B, T) bool tensor. Chapter
-    elmo."""
-    if (
-        not isinstance(ids, torch.Tensor)
-        or ids.dim() != 2
-        or ids.dtype not in (torch.int64, torch.int32)
+    """ids (B, T) in [0, vocab_size) (:func:`ptlm_lite.layers.check_ids`), valid None or
+    a (B, T) bool tensor. Chapter elmo."""
+    layers.check_ids(ids, vocab_size)
+    if valid is not None and (
+        not isinstance(valid, torch.Tensor)
+        or valid.shape != ids.shape
+        or valid.dtype != torch.bool
     ):
-        raise ValueError(
-            f"ids must be a (B, T) integer tensor, got {getattr(ids, 'shape', ids)} "
-            f"{getattr(ids, 'dtype', '')}"
-        )
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"ids must be in [0, {vocab_size})")
-    if valid is not None and (valid.shape != ids.shape or valid.dtype != torch.bool):
-        raise ValueError(
-            f"valid must be a (B, T) bool tensor like ids, got {valid.shape}"
+        raise TypeError(
+            f"valid must be a (B, T) bool tensor like ids {tuple(ids.shape)}, got "
+            f"{getattr(valid, 'dtype', type(valid).__name__)} of shape "
+            f"{tuple(getattr(valid, 'shape', ()))}"
         )
     if valid is not None:  # the backward LM reverses each row's first n positions
         t = torch.arange(ids.shape[1], device=valid.device)

@@ -18,6 +18,7 @@ unstable with three seeds. The rule that turns the interval into a verdict is
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -31,6 +32,7 @@ __all__ = [
     "check_results",
     "check_name",
     "check_options",
+    "finite_number",
 ]
 
 
@@ -189,16 +191,24 @@ def check_name(results: Mapping, name, argument: str) -> str:
     return name
 
 
-def check_options(min_effect, level) -> tuple[float, float]:
+def finite_number(name: str, value, what: str = "") -> float:
+    """``value`` as a float, or a ValueError that names ``name`` (a bool, a string,
+    NaN and ±inf are not finite numbers); ``what`` says more about the argument."""
     if (
-        isinstance(min_effect, bool)
-        or not isinstance(min_effect, (int, float, np.floating, np.integer))
-        or not math.isfinite(min_effect)
-        or min_effect < 0
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
     ):
+        raise ValueError(f"{name} must be a finite number{what}, got {value!r}")
+    return float(value)
+
+
+def check_options(min_effect, level) -> tuple[float, float]:
+    what = " >= 0 (the smallest difference that would matter, in the units of the "
+    what += "measurement)"
+    if finite_number("min_effect", min_effect, what) < 0:
         raise ValueError(
-            "min_effect must be a finite number >= 0 (the smallest difference that "
-            f"would matter, in the units of the measurement), got {min_effect!r}"
+            f"min_effect must be a finite number{what}, got {min_effect!r}"
         )
     if (
         isinstance(level, bool)

@@ -441,8 +441,10 @@ def beats_baseline(
     as in :func:`verdict`.
 
     Returns a pandas DataFrame, one row per condition: seeds, mean, std, baseline, the
-    effect (how much better than the baseline) with its interval, the verdict, and
-    ``beats baseline`` (True exactly when the verdict is "shows up").
+    effect (how much better than the baseline) with its interval, the verdict,
+    ``beats baseline`` (True exactly when the verdict is "shows up") and ``close call``
+    (the interval's :func:`closeness` is below :data:`NEAR`, as a verdict's sentence
+    notes).
     """
     import pandas as pd
 
@@ -454,7 +456,7 @@ def beats_baseline(
     pct, rows = f"{level:.0%}", []
     for name, x in res.items():
         est, lo, hi, n_ex = _against(name, x, base, base_mean, sign, paired, level)
-        v = rule(lo, hi, min_effect)
+        v, near = rule(lo, hi, min_effect), closeness(lo, hi, min_effect)
         m = seed_means(x)
         row = {
             "condition": name,
@@ -467,6 +469,7 @@ def beats_baseline(
             f"{pct} high": hi,
             "verdict": v,
             "beats baseline": v == SHOWS_UP,
+            "close call": near is not None and near < NEAR,
         }
         rows.append(row)
         log(

@@ -151,12 +151,16 @@ def test_cove_encoder_ignores_padding():
 
 def test_bad_input_errors():
     m = model()
-    with pytest.raises(ValueError, match="ids must be a"):
+    with pytest.raises(TypeError, match="ids must be a"):
         m(torch.tensor([1, 2, 3]))
+    with pytest.raises(TypeError, match="ids must be a"):
+        m([[1, 2, 3]])
     with pytest.raises(ValueError, match="ids must be in"):
         m(torch.tensor([[1, 99]]))
-    with pytest.raises(ValueError, match="valid must be"):
+    with pytest.raises(TypeError, match="valid must be"):
         m(torch.tensor([[1, 2]]), torch.tensor([[1, 1]]))
+    with pytest.raises(TypeError, match="valid must be"):
+        m(torch.tensor([[1, 2]]), [[True, True]])
     # left padding would reverse the wrong positions for the backward LM
     with pytest.raises(ValueError, match="pad on the right"):
         m(torch.tensor([[0, 1, 2]]), torch.tensor([[False, True, True]]))
@@ -293,7 +297,7 @@ def test_the_leaky_model_checks_what_elmo_checks():
             cls({"vocab_size": 5}, word_chars(ITOS))
         with pytest.raises(ValueError, match="chars"):
             cls(ELMoConfig(vocab_size=5), word_chars(ITOS))
-        with pytest.raises(ValueError, match="integer"):
+        with pytest.raises(TypeError, match="integer"):
             model(cls)(torch.rand(1, 3))
         ids = torch.tensor([[2, 3, 4, 5]])  # int32 ids train as int64 ones do
         assert torch.equal(model(cls)(ids.int()).loss, model(cls)(ids).loss)

@@ -406,6 +406,18 @@ def test_beats_baseline_against_a_number_and_against_seeds():
     assert loss["beats baseline"].tolist() == [True]
 
 
+def test_a_baseline_table_marks_its_close_calls():
+    """A row whose interval is within NEAR half-widths of another category says so,
+    as a verdict's sentence does (the replication page counts how often such rows
+    changed category with fresh seeds)."""
+    res = {"clear": [0.62, 0.65, 0.63], "near zero": [0.41, 0.44, 0.42, 0.45]}
+    t = beats_baseline(res, 0.40, min_effect=0.02)
+    for i, row in t.iterrows():
+        c = V.closeness(row["95% low"], row["95% high"], 0.02)
+        assert row["close call"] == (c is not None and c < V.NEAR), row.to_dict()
+    assert t["close call"].tolist() == [False, True]
+
+
 # --- the floor: "cannot test here"
 
 AT_FLOOR = {"pre-trained": [0.51, 0.50, 0.52], "random init": [0.50, 0.49, 0.51]}

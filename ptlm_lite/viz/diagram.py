@@ -59,7 +59,7 @@ def _parse(spec: str) -> list[list[tuple[str, str]]]:
     return columns
 
 
-def _pos(c: int, r: int, box_w: float = BOX_W) -> tuple[float, float]:
+def _pos(c: int, r: int, box_w: float) -> tuple[float, float]:
     return PAD + c * (box_w + COL_GAP), PAD + r * (BOX_H + GAP)
 
 

@@ -394,6 +394,62 @@ def test_each_slider_shows_the_value_it_selects(browser, base_url, site):
     assert checked > 0, "no slider found in the book (book/widgets.ipynb has one)"
 
 
+def test_slider_readouts_are_whole_on_a_phone(browser, base_url, site):
+    """At 390 px, every position of every stepper's slider reads out its whole label
+    (ipywidgets' 148-px readout cut ELMo's "mix: probe: word class" to "mix: probe:
+    word c"; book/css/ptlm-book.css), and the slider stays on the screen."""
+    checked = 0
+    for path in pages_with(site, "ptlm-slider"):
+        page, _ = open_page(browser, base_url, path, width=390)
+        try:
+            sliders = page.locator(".ptlm-slider")
+            for i in range(sliders.count()):
+                s = sliders.nth(i)
+                s.scroll_into_view_if_needed()
+                handle, seen = s.locator(".noUi-handle").first, []
+                for _ in range(40):
+                    readout = s.locator(".widget-readout").first
+                    text = readout.inner_text().strip()
+                    cut, right = readout.evaluate(
+                        "e => [e.scrollWidth > e.clientWidth + 1, "
+                        "e.getBoundingClientRect().right]"
+                    )
+                    assert not cut and right <= 392, (
+                        f"{path}: slider {i} shows {text!r} cut or off the screen "
+                        f"(right edge {right:.0f} px at a 390 px screen)"
+                    )
+                    if seen and text == seen[-1]:
+                        break  # the last position
+                    seen.append(text)
+                    handle.focus()
+                    handle.press("ArrowRight")
+                    page.wait_for_timeout(60)
+                checked += 1
+        finally:
+            page.context.close()
+    assert checked > 0, "no slider found in the book (book/widgets.ipynb has one)"
+
+
+def test_no_stepper_is_taller_than_two_phone_screens(browser, base_url, site):
+    """At 390 x 844 px, a stepper (its control and the view it shows) fits in two
+    screens: a taller view scrolls its control out of sight while the reader compares
+    (FastBERT's exit view listed 60 names in one 80-px column: 4,000 px)."""
+    limit, tall = 2 * 844, []
+    for path in pages_with(site, "ptlm-stepper"):
+        page, _ = open_page(browser, base_url, path, width=390)
+        try:
+            heights = page.evaluate(
+                "Array.from(document.querySelectorAll('.ptlm-stepper'))"
+                ".map(e => Math.round(e.getBoundingClientRect().height))"
+            )
+        finally:
+            page.context.close()
+        tall += [
+            f"{path}: stepper {i}, {h} px" for i, h in enumerate(heights) if h > limit
+        ]
+    assert not tall, f"steppers taller than {limit} px at 390 px: {tall}"
+
+
 def test_every_chapter_has_a_widget(site):
     """Every chapter promises a widget that works in the static book: a stepper
     (explorers are steppers), which the test above moves on every page."""
