@@ -16,7 +16,12 @@ from torch import nn
 import ptlm_lite as P
 from ptlm_lite import seq2seq as S
 from ptlm_lite.output import IGNORE
-from ptlm_lite.suite.generation import facts_copied, summaries, summary_of
+from ptlm_lite.suite.generation import (
+    facts_by_field,
+    facts_copied,
+    summaries,
+    summary_of,
+)
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -349,6 +354,16 @@ def test_facts_copied_counts_each_fact_and_ignores_spacing():
         facts_copied(["a"], [ex, ex])
     with pytest.raises(TypeError, match="facts"):
         facts_copied(["a"], [{"summary": "a"}])
+    # which facts: the age and the employer were replaced, the name and job kept
+    by = facts_by_field([half, ex["summary"]], [ex, ex])
+    assert {k: v.tolist() for k, v in by.items()} == {
+        "name": [1.0, 1.0],
+        "age": [0.0, 1.0],
+        "occupation": [1.0, 1.0],
+        "employer": [0.0, 1.0],
+    }
+    with pytest.raises(TypeError, match="list of strings"):
+        facts_by_field("a summary", [ex])
 
 
 def test_constant_summary_is_chosen_on_training_summaries_and_scored_per_example():

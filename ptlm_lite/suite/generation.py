@@ -39,7 +39,14 @@ import numpy as np
 
 from .build import entity_split
 
-__all__ = ["FIELDS", "constant_summary", "facts_copied", "summaries", "summary_of"]
+__all__ = [
+    "FIELDS",
+    "constant_summary",
+    "facts_by_field",
+    "facts_copied",
+    "summaries",
+    "summary_of",
+]
 
 # what a summary copies from the document
 FIELDS = ("name", "age", "occupation", "employer")
@@ -115,14 +122,12 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
-def facts_copied(predictions, examples) -> np.ndarray:
-    """Per example, the share of the four facts (:data:`FIELDS`: name, age,
-    occupation, employer) that the predicted summary states: each fact's words must
-    appear in order, side by side (case, spacing and punctuation ignored). A template
-    with the wrong person scores 0 where ROUGE gives it about half ("a", "year",
-    "old", "works", "for" are in every summary): use this as the task's score and
-    ROUGE beside it.
-    """
+def facts_by_field(predictions, examples) -> dict[str, np.ndarray]:
+    """Per fact of :data:`FIELDS` (name, age, occupation, employer), 1 where the
+    predicted summary states it and 0 where not, per example: ``{field: (N,)}``. A
+    fact is stated when its words appear in order, side by side (case, spacing and
+    punctuation ignored). :func:`facts_copied` is their mean; this says which facts a
+    model copies (chapters/bart.ipynb)."""
     if isinstance(predictions, str):
         raise TypeError("predictions must be a list of strings")
     predictions, examples = list(predictions), list(examples)
@@ -131,17 +136,26 @@ def facts_copied(predictions, examples) -> np.ndarray:
             f"predictions ({len(predictions)}) and examples ({len(examples)}) must "
             "have the same length"
         )
-    out = np.zeros(len(predictions))
+    out = {f: np.zeros(len(predictions)) for f in FIELDS}
     for i, (pred, ex) in enumerate(zip(predictions, examples)):
         if not isinstance(pred, str):
             raise TypeError(f"predictions must hold strings, got {type(pred).__name__}")
         if not isinstance(ex, dict) or "facts" not in ex:
             raise TypeError("examples must be summaries() examples (with 'facts')")
         words = " " + " ".join(_words(pred)) + " "
-        out[i] = np.mean(
-            [f" {' '.join(_words(ex['facts'][f]))} " in words for f in FIELDS]
-        )
+        for f in FIELDS:
+            out[f][i] = f" {' '.join(_words(ex['facts'][f]))} " in words
     return out
+
+
+def facts_copied(predictions, examples) -> np.ndarray:
+    """Per example, the share of the four facts (:data:`FIELDS`: name, age,
+    occupation, employer) that the predicted summary states (:func:`facts_by_field`,
+    averaged). A template with the wrong person scores 0 where ROUGE gives it about
+    half ("a", "year", "old", "works", "for" are in every summary): use this as the
+    task's score and ROUGE beside it.
+    """
+    return np.mean(list(facts_by_field(predictions, examples).values()), axis=0)
 
 
 def constant_summary(train, test, candidates: int = 10) -> dict:
