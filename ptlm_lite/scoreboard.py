@@ -39,6 +39,7 @@ __all__ = [
     "pretraining_gains",
     "essay",
     "stored_benchmarks",
+    "records_digest",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,6 +196,32 @@ def chapter_record(stem: str, root=None) -> dict:
             rec["small"] = ch.get("verdicts") or []
             rec["small_status"] = str(ch.get("status", "?"))
     return rec
+
+
+def records_digest(root=None) -> str:
+    """Twelve hex digits of everything the synthesis reads from the records: each
+    chapter's verdicts and code hash (its cells place the verdicts in sections), the
+    fresh-seed record of every chapter but the synthesis, and the small-run record.
+    The synthesis prints it; ``tests/test_synthesis.py`` fails when the committed
+    synthesis printed another, i.e. when it shows records that have changed since."""
+    import hashlib
+
+    root = _root(root)
+    h = hashlib.sha256()
+    for c in toc_chapters(root):
+        path = root / c["file"]
+        meta = {}
+        if path.is_file():
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            meta = nb.get("metadata", {}).get("ptlm_book", {})
+        row = [c["stem"], meta.get("verdicts"), meta.get("code_hash")]
+        h.update(json.dumps(row, sort_keys=True).encode())
+    rep = (_json(root / "book" / "data" / "replication.json") or {}).get("chapters", {})
+    rep = {k: v for k, v in rep.items() if k not in SKIP}  # not the synthesis' own
+    h.update(json.dumps(rep, sort_keys=True).encode())
+    small = root / "benchmarks" / "chapter_times_small.json"
+    h.update(small.read_bytes() if small.is_file() else b"-")
+    return h.hexdigest()[:12]
 
 
 def _json(path: Path):

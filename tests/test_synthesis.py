@@ -371,3 +371,16 @@ def test_encoder_decoders_are_counted_at_their_papers_sizes():
     weights = 12 * (4 * d * d + 2 * d * 3072)  # two norms a block hold no FLOPs here
     by_hand = 6 * (weights + 2 * L * d * d + d * V / 2) + 12 * L * T * d + 6 * L * T * d
     assert t5 == pytest.approx(by_hand, rel=1e-3) and 1.03 < t5 / bert < 1.1
+
+
+def test_the_committed_synthesis_shows_the_current_records():
+    """The synthesis reads every chapter's verdicts and the replication and small-run
+    records; re-executing a chapter changes none of its own code, so
+    scripts/execute.py does not mark the synthesis stale: this does."""
+    nb = json.loads((scoreboard.ROOT / "chapters" / "synthesis.ipynb").read_text())
+    shown = json.dumps([c.get("outputs", []) for c in nb["cells"]])
+    digest = scoreboard.records_digest()
+    assert f"The records read here: {digest}." in shown, (
+        "chapters/synthesis.ipynb shows older records than the chapters hold: "
+        "python scripts/execute.py chapters/synthesis.ipynb"
+    )
