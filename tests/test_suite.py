@@ -326,3 +326,52 @@ def test_each_slot_filler_test_word_fills_its_slot_5_to_20_times_and_nowhere_els
             in_slot = len(re.findall(rf"{slot}{w}\b", text))
             assert 5 <= in_slot <= 20, (w, in_slot)
             assert len(re.findall(rf"\b{w}\b", text, flags=re.I)) == in_slot, w
+
+
+def test_lm_choice_scores_each_ending_per_token_as_the_gpt_does():
+    """suite.zero_shot: the mean log-probability per token of an ending is GPT's own
+    log_likelihood of it divided by its length, and the choice is the likeliest."""
+    import torch
+
+    import ptlm_lite as P
+    from ptlm_lite.gpt import GPT
+    from ptlm_lite.recipes.gpt import tokenizer
+    from ptlm_lite.suite import zero_shot
+
+    tok = tokenizer()
+    lm = GPT(P.preset("gpt-tiny", vocab_size=tok.vocab_size, dropout=0.0), seed=0)
+    lm.train()
+    questions = suite.get("slot_filler").test[:6]
+    for k in (0, 1):
+        got = zero_shot.ending_logprob(lm, tok, questions, k)
+        for i, e in enumerate(questions):
+            head = tok.encode(e["context"])
+            full = head + tok.encode(" " + e["endings"][k])
+            with torch.no_grad():
+                ll = lm.eval().log_likelihood(torch.tensor([full]), len(head))
+            lm.train()
+            want = ll.item() / (len(full) - len(head))
+            assert abs(got[i].item() - want) < 1e-4, (i, k)
+    assert lm.training  # the model is given back in the mode it came in
+    right = zero_shot.lm_choice(lm, tok, questions)
+    a, b = (zero_shot.ending_logprob(lm, tok, questions, k) for k in (0, 1))
+    labels = torch.tensor([e["label"] for e in questions])
+    assert right.tolist() == ((b > a).long() == labels).float().tolist()
+
+
+def test_lm_choice_names_what_it_takes():
+    from ptlm_lite.suite import zero_shot
+
+    with pytest.raises(ValueError, match="at least one"):
+        zero_shot.lm_choice(None, None, [])
+    with pytest.raises(TypeError, match="'context', 'endings' and 'label'"):
+        zero_shot.lm_choice(None, None, [{"text": "a", "label": 0}])
+    with pytest.raises(ValueError, match="as many endings"):
+        zero_shot.lm_choice(
+            None,
+            None,
+            [
+                {"context": "a", "endings": ["b", "c"], "label": 0},
+                {"context": "a", "endings": ["b", "c", "d"], "label": 0},
+            ],
+        )

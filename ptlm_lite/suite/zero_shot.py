@@ -1,0 +1,76 @@
+"""A multiple-choice question asked of a language model itself, with no fine-tuning.
+
+The GPT paper (section 5, "zero-shot behaviours") reads a task off its language model:
+for a multiple-choice question it picks the answer with the higher **average
+log-probability per token** after the question. :func:`lm_choice` does the same for any
+left-to-right model whose ``model(ids).logits`` are next-token logits (the book's
+``GPT`` and ``LSTMLM``), on a suite task with ``context`` and ``endings``
+(``slot_filler``, ``fact_cloze``): each ending is scored after its context, one
+sequence per ending, and the model is right when the likeliest ending is the labelled
+one. Averaging per token
+keeps a longer ending (an occupation has more pieces than a colour) from losing for its
+length alone; a model with random weights still scores a little off chance, which is
+why chapters show it beside the trained one.
+
+Chapters: ``chapters/gpt.ipynb`` (the pre-trained LM against the classifier fine-tuned
+from it), ``chapters/ulmfit.ipynb`` (the general and the target-domain LM).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["ending_logprob", "lm_choice"]
+
+
+def _check(examples) -> list[dict]:
+    examples = list(examples)
+    if not examples:
+        raise ValueError("examples must hold at least one question")
+    for e in examples:
+        if not isinstance(e, dict) or not {"context", "endings", "label"} <= set(e):
+            raise TypeError(
+                "examples must be a choice task's examples: dicts with 'context', "
+                f"'endings' and 'label' (suite.get('slot_filler').test), got {e!r:.80}"
+            )
+    return examples
+
+
+@torch.no_grad()
+def ending_logprob(model, tok, examples, k: int) -> torch.Tensor:
+    """Per example, the mean log-probability per token of ``endings[k]`` (with a space
+    before it) after ``context``, under the language model ``model``: shape (N,)."""
+    examples = _check(examples)
+    heads = [tok.encode(e["context"]) for e in examples]
+    full = [h + tok.encode(" " + e["endings"][k]) for h, e in zip(heads, examples)]
+    T = max(map(len, full))
+    ids = torch.zeros(len(full), T, dtype=torch.long)  # right-padded: causal, unread
+    for i, f in enumerate(full):
+        ids[i, : len(f)] = torch.tensor(f)
+    was_training = model.training
+    model.eval()
+    try:
+        logp = model(ids).logits[:, :-1].float().log_softmax(-1)  # (N, T-1, V)
+    finally:
+        model.train(was_training)
+    token = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)  # log P(ids[t]), t >= 1
+    t = torch.arange(1, T)[None]
+    start = torch.tensor([len(h) for h in heads])[:, None]
+    end = torch.tensor([len(f) for f in full])[:, None]
+    ending = (t >= start) & (t < end)  # the ending's tokens
+    return (token * ending).sum(1) / ending.sum(1)
+
+
+def lm_choice(model, tok, examples) -> np.ndarray:
+    """1/0 per question: does ``model`` give the labelled ending the highest mean
+    log-probability per token after the context? (Ties go to the first ending.)"""
+    examples = _check(examples)
+    n = {len(e["endings"]) for e in examples}
+    if len(n) != 1:
+        raise ValueError(f"every question must have as many endings, got {sorted(n)}")
+    scores = torch.stack(
+        [ending_logprob(model, tok, examples, k) for k in range(n.pop())], 1
+    )
+    labels = np.array([e["label"] for e in examples])
+    return (scores.argmax(1).numpy() == labels).astype(float)
