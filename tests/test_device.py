@@ -185,6 +185,7 @@ SCORERS = [
     "recipes.bart.summarise",
     "recipes.t5.write",
     "recipes.pegasus.summarise",
+    "suite.zero_shot.ending_logprob",
 ]
 
 

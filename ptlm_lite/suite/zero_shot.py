@@ -7,10 +7,10 @@ left-to-right model whose ``model(ids).logits`` are next-token logits (the book'
 ``GPT`` and ``LSTMLM``), on a suite task with ``context`` and ``endings``
 (``slot_filler``, ``fact_cloze``): each ending is scored after its context, one
 sequence per ending, and the model is right when the likeliest ending is the labelled
-one. Averaging per token
-keeps a longer ending (an occupation has more pieces than a colour) from losing for its
-length alone; a model with random weights still scores a little off chance, which is
-why chapters show it beside the trained one.
+one. Averaging per token keeps a longer ending (an occupation has more pieces than a
+colour) from losing for its length alone; a model with random weights still scores a
+little off chance, which is why chapters show it beside the trained one. (GPT-2's
+chapter scores options shared by every prompt, summed: ``recipes.gpt.option_scores``.)
 
 Chapters: ``chapters/gpt.ipynb`` (the pre-trained LM against the classifier fine-tuned
 from it), ``chapters/ulmfit.ipynb`` (the general and the target-domain LM).
@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
+from ..device import device_of, eval_mode, scores_on_device
 
 __all__ = ["ending_logprob", "lm_choice"]
 
@@ -37,10 +39,12 @@ def _check(examples) -> list[dict]:
     return examples
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def ending_logprob(model, tok, examples, k: int) -> torch.Tensor:
     """Per example, the mean log-probability per token of ``endings[k]`` (with a space
-    before it) after ``context``, under the language model ``model``: shape (N,)."""
+    before it) after ``context``, under the language model ``model``: shape (N,), on
+    the CPU."""
     examples = _check(examples)
     heads = [tok.encode(e["context"]) for e in examples]
     full = [h + tok.encode(" " + e["endings"][k]) for h, e in zip(heads, examples)]
@@ -48,12 +52,9 @@ def ending_logprob(model, tok, examples, k: int) -> torch.Tensor:
     ids = torch.zeros(len(full), T, dtype=torch.long)  # right-padded: causal, unread
     for i, f in enumerate(full):
         ids[i, : len(f)] = torch.tensor(f)
-    was_training = model.training
-    model.eval()
-    try:
-        logp = model(ids).logits[:, :-1].float().log_softmax(-1)  # (N, T-1, V)
-    finally:
-        model.train(was_training)
+    with eval_mode(model):
+        logits = model(ids.to(device_of(model))).logits[:, :-1].float().cpu()
+    logp = logits.log_softmax(-1)  # (N, T-1, V)
     token = logp.gather(-1, ids[:, 1:, None]).squeeze(-1)  # log P(ids[t]), t >= 1
     t = torch.arange(1, T)[None]
     start = torch.tensor([len(h) for h in heads])[:, None]
