@@ -21,6 +21,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .device import device_of, scores_on_device
+
 __all__ = [
     "TransE",
     "graph_tensors",
@@ -184,6 +186,7 @@ def train_transe(
     return model, losses
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def tail_ranks(model: TransE, triples) -> torch.Tensor:
     """Link prediction: for each ``(h, r, t)``, the rank of ``t`` among every entity as
@@ -191,7 +194,8 @@ def tail_ranks(model: TransE, triples) -> torch.Tensor:
     another true tail ranked above ``t`` counts too.
     Chapter: ``chapters/ernie_thu.ipynb``.
     """
-    h, r, t = _check_triples(triples, model.n_entities, model.n_relations).unbind(1)
+    triples = _check_triples(triples, model.n_entities, model.n_relations)
+    h, r, t = triples.to(device_of(model)).unbind(1)
     query = model.entity(h) + model.relation(r)  # (N, dim)
     dist = torch.cdist(query, model.entity.weight, p=model.p)  # (N, n_entities)
     right = dist.gather(1, t[:, None])

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from ..albert import ngram_mask, sop_pairs
 from ..corrupt import nsp_pairs
+from ..device import device_of, scores_on_device, to_device
 from ..output import IGNORE
 from .bert import pretraining_batches
 from .spanbert import starts_word_table
@@ -102,6 +103,7 @@ def at_mask(batch, mask_id: int) -> torch.Tensor:
     return torch.where(batch["ids"] == mask_id, t, torch.full_like(t, IGNORE))
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def mlm_correct(model, batches, mask_id: int) -> torch.Tensor:
     """1/0 per ``[MASK]`` token of ``batches`` (row-major, batch after batch; see
@@ -111,12 +113,14 @@ def mlm_correct(model, batches, mask_id: int) -> torch.Tensor:
     model.eval()
     out = []
     for b in batches:
+        b = to_device(b, device_of(model))
         t = at_mask(b, mask_id)
         o = model(b["ids"], b["segments"], b["valid"], targets=t)
         out.append((o.logits.argmax(-1) == t[t != IGNORE]).float())
     return torch.cat(out)
 
 
+@scores_on_device
 @torch.no_grad()
 def pair_correct(model, batches) -> torch.Tensor:
     """1/0 per pair of ``batches``: does the pair head give the pair's label? Chapter:
@@ -125,11 +129,13 @@ def pair_correct(model, batches) -> torch.Tensor:
     model.eval()
     out = []
     for b in batches:
+        b = to_device(b, device_of(model))
         o = model(b["ids"], b["segments"], b["valid"])
         out.append((o.extra["nsp_logits"].argmax(-1) == b["nsp_labels"]).float())
     return torch.cat(out)
 
 
+@scores_on_device
 @torch.no_grad()
 def layer_steps(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
     """How far each layer moves its input: ``(l2, cosine)``, each ``(N, L)`` for the N
@@ -140,6 +146,7 @@ def layer_steps(model, batches) -> tuple[torch.Tensor, torch.Tensor]:
     model.eval()
     l2, cos = [], []
     for b in batches:
+        b = to_device(b, device_of(model))
         hidden = model.bert(b["ids"], b["segments"], b["valid"], return_hidden=True)
         h = torch.stack(hidden.hidden)  # (L + 1, B, T, D)
         w = b["valid"].float() / b["valid"].sum(1, keepdim=True)  # (B, T)

@@ -24,7 +24,7 @@ import torch
 from .. import flops
 from ..bert import BertForPreTraining
 from ..config import Config
-from ..device import eval_mode
+from ..device import device_of, eval_mode, scores_on_device
 from ..electra import ElectraConfig, ElectraForPreTraining, generator_config
 from . import bert as bert_recipe
 
@@ -178,6 +178,7 @@ def choice_rows(task, tok) -> dict:
     }
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def zero_shot_choice(
     model, task, tok, batch_size: int = 1024, rows: dict | None = None
@@ -198,13 +199,10 @@ def zero_shot_choice(
     if len(x) != rows["n_choices"] * len(task.test):
         raise ValueError("rows must be choice_rows(task, tok) of this task")
     with eval_mode(model):
+        chunks = (x[i : i + batch_size].to(device_of(model))
+                  for i in range(0, len(x), batch_size))  # fmt: skip
         logits = torch.cat(
-            [
-                model(x[i : i + batch_size], valid=x[i : i + batch_size] != rows["pad"])
-                .logits.float()
-                .cpu()
-                for i in range(0, len(x), batch_size)
-            ]
+            [model(c, valid=c != rows["pad"]).logits.float().cpu() for c in chunks]
         )
     score = (logits * ending).sum(1) / ending.sum(1)  # mean "replaced" logit
     picked = score.view(len(task.test), rows["n_choices"]).argmin(1).numpy()

@@ -30,7 +30,7 @@ from torch import nn
 
 from ..checks import check_count
 from ..data.world import COLOURS, INDUSTRIES, OCCUPATIONS
-from ..device import eval_mode
+from ..device import device_of, eval_mode, scores_on_device
 from ..elmo import CoVe, ELMo, ELMoConfig, ScalarMix, BiLSTMLM, word_chars
 from ..output import IGNORE, Output, cross_entropy
 from ..rnn import concat_pool
@@ -250,18 +250,20 @@ def train_cove(pairs, src: WordTokenizer, d, steps, batch, lr, seed, **kw):
     return model, tgt, history
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def token_features(model, tok: WordTokenizer, sentences) -> np.ndarray:
     """(N tokens, L, D): every layer's vector of every word of ``sentences`` in
     reading order (ELMo: L + 1 layers of [h→; h←]; CoVe: one layer, its encoder)."""
     with eval_mode(model):
         ids, valid = pad_batch(tok.encode_batch(sentences))
+        ids, valid = ids.to(device_of(model)), valid.to(device_of(model))
         if isinstance(model, CoVe):
             layers = [model.encode(ids, valid)]
         else:
             layers = model.layers(ids, valid)
     h = torch.stack(layers, 2)  # (B, T, L, D)
-    return h[valid].numpy()
+    return h[valid].cpu().numpy()
 
 
 def _unit(x):
@@ -405,15 +407,17 @@ def neighbours(features: np.ndarray, sentences, query: int, k: int = 5):
     return [(flat[i][0], " ".join(flat[i][1]), float(cos[i])) for i in order]
 
 
+@scores_on_device
 @torch.no_grad()
 def heldout_loss(model, tok: WordTokenizer, sentences) -> float:
     """The model's mean loss (nats per word, both directions) on ``sentences``."""
     with eval_mode(model):
         ids, valid = pad_batch(tok.encode_batch(sentences))
-        loss = model(ids, valid).loss.item()
+        loss = model(ids.to(device_of(model)), valid.to(device_of(model))).loss.item()
     return loss
 
 
+@scores_on_device
 @torch.no_grad()
 def next_word(model, tok: WordTokenizer, sentence, t: int, k: int = 3):
     """The ``k`` likeliest words at position ``t + 1`` of ``sentence`` by the model's
@@ -424,20 +428,22 @@ def next_word(model, tok: WordTokenizer, sentence, t: int, k: int = 3):
     if t >= len(encoded):
         raise ValueError(f"t must be < the sentence's {len(encoded)} words, got {t}")
     with eval_mode(model):
-        ids = torch.tensor([encoded])
-        p = model(ids).logits[0, t].softmax(-1)
+        ids = torch.tensor([encoded], device=device_of(model))
+        p = model(ids).logits[0, t].softmax(-1).cpu()
     top = p.topk(k)
     return [(tok.itos[i], float(q)) for q, i in zip(top.values, top.indices)]
 
 
+@scores_on_device
 @torch.no_grad()
 def translate(model: CoVe, src: WordTokenizer, tgt: WordTokenizer, sentence, n=None):
     """Greedy decoding of one sentence (a list of words) by CoVe's translation model:
     as many target words as source words unless ``n`` says otherwise."""
     with eval_mode(model):
-        s = torch.tensor([src.encode(sentence)])
+        dev = device_of(model)
+        s = torch.tensor([src.encode(sentence)], device=dev)
         out = [4]  # <bos>
         for _ in range(n or len(sentence)):
-            logits = model(s, s != 0, torch.tensor([out])).logits
+            logits = model(s, s != 0, torch.tensor([out], device=dev)).logits
             out.append(int(logits[0, -1].argmax()))
     return [tgt.itos[i] for i in out[1:]]

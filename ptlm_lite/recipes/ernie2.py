@@ -31,7 +31,7 @@ import torch
 
 from ..corrupt import pack_pairs
 from ..data import pad_sequences
-from ..device import eval_mode
+from ..device import device_of, eval_mode, scores_on_device
 from ..ernie2 import Labelled, distance_pairs, draw_tasks, reorder_groups
 from ..output import IGNORE
 from . import ernie as ernie_recipe
@@ -285,6 +285,7 @@ def encoder_for_finetuning(model, task_id: int = 0):
     return bert
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def task_scores(model, test: dict, measure: str = "accuracy") -> dict:
     """``{task: per-example array}`` on fixed held-out batches ``test`` (``{task:
@@ -294,7 +295,7 @@ def task_scores(model, test: dict, measure: str = "accuracy") -> dict:
     if measure not in ("accuracy", "loss"):
         raise ValueError(f"measure must be 'accuracy' or 'loss', got {measure!r}")
     with eval_mode(model):
-        device = next(model.parameters()).device
+        device = device_of(model)
         out = {}
         for task, batch in test.items():
             b = {k: v.to(device) for k, v in batch.items()}

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from .. import fastbert, finetune, flops
+from ..device import device_of, scores_on_device, to_device
 from ..heads import BertForSequenceClassification
 
 __all__ = [
@@ -150,12 +151,14 @@ def speed_curve(model, batch: dict, speeds) -> tuple:
     return pd.DataFrame(rows), per
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def planned_exits(model, batch: dict, speeds) -> dict:
     """``{speed: (B,) exit layers}`` from one pass with every student: an example
     stops at the first student whose uncertainty is below ``speed`` (layer L if
     none), the layers that running ``model(..., speed=speed)`` gives (a test checks),
     for every speed at the cost of one pass. Used to pick a speed on unlabelled text."""
+    batch = to_device(batch, device_of(model))
     out = model.eval()(batch["ids"], batch.get("segments"), batch["valid"])
     u = fastbert.normalized_entropy(out.extra["students"]).cpu()  # (L-1, B)
     exits = {}

@@ -21,7 +21,7 @@ import torch
 
 from .. import seq2seq
 from ..config import preset
-from ..device import scores_on_device
+from ..device import device_of, scores_on_device
 from ..mass import MASS, fragment_start, mass_noise
 from . import bert as bert_recipe
 
@@ -105,6 +105,7 @@ def pretrain(model, tok, docs, fragment: dict, *, steps: int, seed: int = 0, **k
     return train(model, batches, steps=steps, schedule="constant", seed=seed, **kw)
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def slot_cloze(model, tok, examples) -> np.ndarray:
     """Zero-shot understanding, 1/0 per example of ``slot_filler``: the source is
@@ -119,7 +120,8 @@ def slot_cloze(model, tok, examples) -> np.ndarray:
     src = torch.tensor([r + [s["pad"]] * (T - len(r)) for r in rows])
     start = fragment_start(src, s["mask"])
     bos = torch.full((len(rows), 1), s["bos"])
-    logits = model(src, bos, start=start).logits[:, 0]  # (N, V)
+    dev = device_of(model)
+    logits = model(src.to(dev), bos.to(dev), start=start.to(dev)).logits[:, 0].cpu()
     first = torch.tensor([[tok.encode(w)[0] for w in e["endings"]] for e in examples])
     label = torch.tensor([e["label"] for e in examples])
     return (logits.gather(1, first).argmax(1) == label).float().numpy()

@@ -21,7 +21,7 @@ import copy
 import numpy as np
 import torch
 
-from ..device import eval_mode
+from ..device import device_of, eval_mode, scores_on_device
 from ..mt_dnn import mt_dnn
 
 __all__ = ["TASK_HEADS", "tasks", "task_data", "multitask_model", "task_scores"]
@@ -70,12 +70,13 @@ def multitask_model(pretrained, heads=None):
     return mt_dnn(copy.deepcopy(pretrained.bert), heads)
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def task_scores(model, test: dict) -> dict:
     """Each task's test score under ``model`` (a MultiTask): accuracy for a classifier
     or a ranker, Pearson's r between prediction and target for a similarity head."""
     with eval_mode(model):
-        device = next(model.parameters()).device
+        device = device_of(model)
         out = {}
         for name, batch in test.items():
             inputs = {

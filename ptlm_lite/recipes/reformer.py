@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import attention
+from ..device import device_of, scores_on_device
 from ..reformer import LSHAttention, Reformer, hash_buckets, lsh_counts
 
 __all__ = [
@@ -63,6 +64,7 @@ def pretrain(model: Reformer, stream, *, steps: int, T: int, batch: int, lr: flo
     )  # fmt: skip
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def evaluate(model: Reformer, blocks: torch.Tensor, seed: int = 0,
              per_block: bool = False):  # fmt: skip
@@ -70,6 +72,7 @@ def evaluate(model: Reformer, blocks: torch.Tensor, seed: int = 0,
     ``per_block=True`` one mean per block, a numpy array (N,): the per-example scores
     of a verdict (every seed is scored on the same validation blocks)."""
     model.eval()
+    blocks = blocks.to(device_of(model))
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         out = model(blocks[:, :-1], targets=blocks[:, 1:])
@@ -91,6 +94,7 @@ def set_hashing(model, n_hashes=None, n_buckets=None, chunk=None):
     return model
 
 
+@scores_on_device
 @torch.no_grad()
 def closeness(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0,
               random: bool = False, per_block: bool = False) -> dict:  # fmt: skip
@@ -109,6 +113,7 @@ def closeness(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0,
     rounds. ``per_block=True``: each a numpy array (B,), the mean within each row of
     ``ids`` (per-example scores for a verdict)."""
     model.eval()
+    ids = ids.to(device_of(model))
     block = model.blocks[0]
     q, k, v = block.attn.project(block.ln1(model.embed(ids)))
     T = ids.shape[1]
@@ -117,10 +122,10 @@ def closeness(model: Reformer, ids: torch.Tensor, n_hashes: int, seed: int = 0,
     one = causal & ~eye  # one bucket, one chunk: every causal key but oneself...
     one[0, 0] = True  # ...unless there is no other (what lsh_counts gives)
     full, w = attention(q, k, v, mask=one, return_weights=True)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator(ids.device).manual_seed(seed)  # draws where q lives
     b = hash_buckets(q, block.attn.n_buckets, n_hashes, g)  # (B, H, R, T)
     if random:  # a random permutation of the positions per head and round
-        b = b.gather(-1, torch.rand(b.shape, generator=g).argsort(-1).to(b.device))
+        b = b.gather(-1, torch.rand(b.shape, generator=g, device=b.device).argsort(-1))
     n = lsh_counts(b, block.attn.chunk, causal)
     lsh, _ = attention(q, k, v, mask=n > 0, bias=n.log())
     others = torch.arange(1, T, device=ids.device)  # causal keys, oneself excluded

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import masks
+from ..device import device_of, scores_on_device
 from ..transformer_xl import TransformerXL, window_mask
 
 __all__ = [
@@ -104,6 +105,7 @@ def pretrain(
     )
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def evaluate_memory(
     model: TransformerXL,
@@ -123,6 +125,7 @@ def evaluate_memory(
     if not 0 <= skip < streams.shape[1] - 1:  # else no position is left to score
         raise ValueError(f"skip must be in [0, {streams.shape[1] - 1}), got {skip}")
     model.eval()
+    streams = streams.to(device_of(model))
     memory, nll = model.new_memory(mem_len), []
     for s in range(0, streams.shape[1] - 1, seg_len):
         x = streams[:, s : s + seg_len + 1]
@@ -135,6 +138,7 @@ def evaluate_memory(
     return torch.cat(nll, dim=1)[:, skip:]
 
 
+@scores_on_device
 @torch.no_grad()
 def evaluate_window(
     model: TransformerXL,
@@ -151,6 +155,7 @@ def evaluate_window(
     if skip < window - 1:
         raise ValueError(f"skip must be >= window - 1 = {window - 1}, got {skip}")
     model.eval()
+    streams = streams.to(device_of(model))
     B = streams.shape[0]
     # (B, N - window, window): the windows that end at positions window - 1 .. N - 2
     windows = streams[:, :-1].unfold(1, window, 1)[:, skip - window + 1 :]
@@ -165,6 +170,7 @@ def evaluate_window(
     return F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
 
 
+@scores_on_device
 @torch.no_grad()
 def influence(
     model: TransformerXL, ids: torch.Tensor, seg_len: int, window: int
@@ -181,6 +187,7 @@ def influence(
     if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.numel() < 2:
         raise ValueError("ids must be one text: a 1-D tensor of at least 2 token ids")
     model.eval()
+    ids = ids.to(device_of(model))
     N, V = ids.numel(), model.config.vocab_size
     batch = ids.repeat(N, 1)  # row 0 as it is; row d: the token d back replaced
     d = torch.arange(1, N, device=ids.device)

@@ -22,7 +22,7 @@ import functools
 import torch
 
 from .. import ulmfit
-from ..device import eval_mode
+from ..device import device_of, eval_mode, scores_on_device
 from ..rnn import LSTMClassifier, LSTMConfig, LSTMLM
 from ..runtime import seeds
 
@@ -94,17 +94,18 @@ def lm_batches(blocks: torch.Tensor, batch: int, seed: int = 0):
     return get
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def lm_loss(model: LSTMLM, blocks: torch.Tensor, n: int = 64, per_block: bool = False):
     """The LM's mean next-token loss (nats) on the first ``n`` of ``blocks``; with
     ``per_block``, one mean per block (a NumPy array: the verdict's test examples)."""
     with eval_mode(model):
-        b = blocks[:n]
+        b = blocks[:n].to(device_of(model))
         logits = model(b[:, :-1]).logits  # (n, T, V)
         loss = torch.nn.functional.cross_entropy(
             logits.transpose(1, 2), b[:, 1:], reduction="none"
         ).mean(1)  # (n,)
-    return loss.numpy() if per_block else loss.mean().item()
+    return loss.cpu().numpy() if per_block else loss.mean().item()
 
 
 def validation(scale: str = "tiny") -> dict[str, torch.Tensor]:

@@ -16,6 +16,7 @@ import math
 
 import torch
 
+from ..device import device_of, scores_on_device
 from ..xlnet import XLNet, partial_prediction, sample_order
 
 __all__ = ["CITIES", "Cities", "pretrain", "score_names"]
@@ -165,6 +166,7 @@ def pretrain(
     )
 
 
+@scores_on_device  # on the GPU if there is one
 @torch.no_grad()
 def score_names(
     model: XLNet, ids, at, how: str, mask_id: int = 0, second_only: bool = False
@@ -193,15 +195,16 @@ def score_names(
             f"how must be 'plm', 'mlm at once' or 'mlm left to right', got {how!r}"
         )
     model.eval()
+    ids, at = ids.to(device_of(model)), torch.as_tensor(at).to(device_of(model))
     n, T = ids.shape
-    rows, f, s = torch.arange(n), at, at + 1
+    rows, f, s = torch.arange(n, device=ids.device), at, at + 1
     at, at_s = torch.stack([f, s], 1), s[:, None]  # logits only at the name
 
     def logp(logits, k, tokens):  # logits (n, P, V): at the k-th predicted position
         return logits[:, k].log_softmax(-1).gather(-1, tokens[:, None])[:, 0]
 
     if how == "plm":
-        pos = torch.arange(T)
+        pos = torch.arange(T, device=ids.device)
         name = (pos == f[:, None]) | (pos == s[:, None])
         order = (pos + name * T).argsort(dim=-1, stable=True)  # context, first, second
         logits = model(ids, order=order, predict_at=at).logits  # (n, 2, V)
