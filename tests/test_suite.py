@@ -359,6 +359,49 @@ def test_lm_choice_scores_each_ending_per_token_as_the_gpt_does():
     assert right.tolist() == ((b > a).long() == labels).float().tolist()
 
 
+def test_mlm_choice_masks_each_piece_of_the_ending_in_turn():
+    """suite.zero_shot.masked_ending_logprob: the pseudo-log-likelihood per piece,
+    batched and padded, is what one unpadded row per masked piece gives (a padded
+    row's score does not read its padding), and the choice is the likeliest."""
+    import torch
+
+    import ptlm_lite as P
+    from ptlm_lite.bert import BertForPreTraining
+    from ptlm_lite.recipes.bert import tokenizer
+    from ptlm_lite.suite import zero_shot
+
+    tok = tokenizer()
+    s = tok.special_ids
+    mlm = BertForPreTraining(P.preset("bert-tiny", vocab_size=tok.vocab_size), seed=0)
+    mlm.train()
+    questions = suite.get("slot_filler").test[:6]
+    lengths = set()
+    for k in (0, 1):
+        got = zero_shot.masked_ending_logprob(mlm, tok, questions, k)
+        for i, e in enumerate(questions):
+            head = [s["cls"], *tok.encode(e["context"])]
+            ending = tok.encode(" " + e["endings"][k])
+            want = []
+            for j, piece in enumerate(ending):
+                row = head + ending[:j] + [s["mask"]] + ending[j + 1 :] + [s["sep"]]
+                lengths.add(len(row))
+                with torch.no_grad():
+                    logits = mlm.eval()(torch.tensor([row])).logits[0, len(head) + j]
+                want.append(logits.log_softmax(-1)[piece].item())
+            mlm.train()
+            assert abs(got[i].item() - sum(want) / len(want)) < 1e-5, (i, k)
+    assert len(lengths) > 1  # the batch was padded
+    assert mlm.training  # the model is given back in the mode it came in
+    right = zero_shot.mlm_choice(mlm, tok, questions)
+    a, b = (zero_shot.masked_ending_logprob(mlm, tok, questions, k) for k in (0, 1))
+    labels = torch.tensor([e["label"] for e in questions])
+    assert right.tolist() == ((b > a).long() == labels).float().tolist()
+    with pytest.raises(ValueError, match="as many endings"):
+        zero_shot.mlm_choice(
+            mlm, tok, [dict(questions[0], endings=["a", "b", "c"]), questions[1]]
+        )
+
+
 def test_lm_choice_names_what_it_takes():
     from ptlm_lite.suite import zero_shot
 
