@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..data import pad_sequences
 from ..device import device_of, eval_mode, scores_on_device
 from ..output import IGNORE
 
@@ -56,10 +57,8 @@ def ending_logprob(model, tok, examples, k: int) -> torch.Tensor:
     examples = _check(examples)
     heads = [tok.encode(e["context"]) for e in examples]
     full = [h + tok.encode(" " + e["endings"][k]) for h, e in zip(heads, examples)]
-    T = max(map(len, full))
-    ids = torch.zeros(len(full), T, dtype=torch.long)  # right-padded: causal, unread
-    for i, f in enumerate(full):
-        ids[i, : len(f)] = torch.tensor(f)
+    ids, _ = pad_sequences(full)  # right-padded: causal, so never read
+    T = ids.shape[1]
     with eval_mode(model):
         logits = model(ids.to(device_of(model))).logits[:, :-1].float().cpu()
     logp = logits.log_softmax(-1)  # (N, T-1, V)
@@ -83,7 +82,7 @@ def masked_ending_logprob(model, tok, examples, k: int) -> torch.Tensor:
     """Per example, the mean over the pieces of ``endings[k]`` (with a space before it)
     of log P(piece | the rest of ``[CLS] context ending [SEP]``), each piece replaced
     by ``[MASK]`` in its own copy of the row (pseudo-log-likelihood) under the masked
-    LM ``model`` (``model(ids, segments, valid, targets=...)``: the book's
+    LM ``model`` (``model(ids, valid=..., targets=...)``: the book's
     ``BertForPreTraining``): shape (N,), on the CPU."""
     examples = _check(examples)
     s = tok.special_ids
@@ -96,24 +95,13 @@ def masked_ending_logprob(model, tok, examples, k: int) -> torch.Tensor:
             owner.append(i)
             at.append(len(head) + j)
             piece.append(p)
-    ids = torch.full((len(rows), max(map(len, rows))), s["pad"])
-    for r, row in enumerate(rows):
-        ids[r, : len(row)] = torch.tensor(row)
-    valid = ids != s["pad"]  # right-padded
+    ids, valid = pad_sequences(rows, pad_id=s["pad"])
     targets = torch.full_like(ids, IGNORE)  # the masked piece, one per row
     targets[torch.arange(len(rows)), torch.tensor(at)] = torch.tensor(piece)
     dev = device_of(model)
     with eval_mode(model):
-        logits = (
-            model(
-                ids.to(dev),
-                torch.zeros_like(ids).to(dev),
-                valid.to(dev),
-                targets=targets.to(dev),
-            )
-            .logits.float()
-            .cpu()
-        )  # (rows, V): row-major, one masked position a row
+        out = model(ids.to(dev), valid=valid.to(dev), targets=targets.to(dev))
+    logits = out.logits.float().cpu()  # (rows, V): row-major, one masked position a row
     logp = logits.log_softmax(-1).gather(1, torch.tensor(piece)[:, None])[:, 0]
     owner = torch.tensor(owner)
     total = torch.zeros(len(examples)).index_add_(0, owner, logp)
