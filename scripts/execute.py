@@ -240,6 +240,9 @@ def run_with_verdicts(
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # stored bertviz views load d3 and jQuery from the static book's own copies (or
+    # the CDNs, opened in Jupyter) instead of carrying ~340 kB each
+    os.environ.setdefault("PTLM_BERTVIZ_SCRIPTS", "linked")
     os.environ.update(env)
     os.environ["PTLM_VERDICT_LOG"] = log
     # the kernel imports this checkout's package, whatever `pip install -e` points at

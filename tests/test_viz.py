@@ -260,19 +260,59 @@ def test_attention_heatmaps_rejects_bad_input():
 
 
 @pytest.mark.parametrize("view", ["bertviz_head_view", "bertviz_model_view"])
-def test_bertviz_bridge_needs_no_cdn_in_the_book(view):
+def test_bertviz_bridge_needs_no_cdn_in_the_book(view, monkeypatch):
     pytest.importorskip("bertviz")
+    monkeypatch.setenv("PTLM_BERTVIZ_SCRIPTS", "linked")  # as scripts/execute.py stores
     out = getattr(viz, view)(fake_attentions(B=2), TOKENS, batch=1)
     html = out.data
     assert 'class="ptlm-bertviz' in html
     # no CDN script tag: require.js is loaded on demand
     assert "<script src=" not in html
     assert "window.ptlmBookJs" in html  # the book's copies when it is the book ...
-    # ... bertviz's CDNs only outside it (Jupyter, Colab)
+    # ... bertviz's CDNs only outside it (Jupyter, Colab), and a message if they fail
     assert "cdnjs.cloudflare.com" in html
+    assert "s.onerror" in html and "scripts/install.sh" in html
     assert not re.search(r"bertviz-[0-9a-f]{32}", html)  # stable ids, not random uuids
     for t in TOKENS:
         assert f'"{t}"' in html
+
+
+@pytest.mark.parametrize("view", ["bertviz_head_view", "bertviz_model_view"])
+def test_bertviz_view_carries_its_scripts_in_a_kernel(view, monkeypatch):
+    """In a kernel run from the checkout (the copies on disk), a view draws with no
+    network: d3 and jQuery are in it, and nothing is fetched (tests/browser draws one
+    with every request refused)."""
+    pytest.importorskip("bertviz")
+    from ptlm_lite.viz import attention_views as av
+
+    if av._vendor_sources() is None:
+        pytest.fail(
+            f"no d3/jQuery copies in {av.vendor_dir()}: run python scripts/assets.py",
+            pytrace=False,
+        )
+    monkeypatch.delenv("PTLM_BERTVIZ_SCRIPTS", raising=False)
+    assert av.scripts_mode() == "inline"  # the default when the copies are there
+    html = getattr(viz, view)(fake_attentions(), TOKENS).data
+    assert "cdnjs" not in html and "<script src=" not in html
+    assert "d3js.org" in html and "noConflict(true)" in html  # both libraries, inline
+    assert html.count("</script>") == 1  # one script element: nothing ends it early
+    monkeypatch.setenv("PTLM_BERTVIZ_SCRIPTS", "linked")
+    assert len(getattr(viz, view)(fake_attentions(), TOKENS).data) < len(html) - 300_000
+
+
+def test_bertviz_scripts_mode_rejects_bad_values(monkeypatch, tmp_path):
+    from ptlm_lite.viz import attention_views as av
+
+    monkeypatch.setenv("PTLM_BERTVIZ_SCRIPTS", "cdn")
+    with pytest.raises(ValueError, match="PTLM_BERTVIZ_SCRIPTS must be 'inline' or"):
+        av.scripts_mode()
+    # inline asked for, copies missing: say where they go and how to get them
+    monkeypatch.setattr(av, "vendor_dir", lambda: tmp_path / "vendor")
+    monkeypatch.setenv("PTLM_BERTVIZ_SCRIPTS", "inline")
+    with pytest.raises(FileNotFoundError, match="scripts/assets.py"):
+        av.scripts_mode()
+    monkeypatch.delenv("PTLM_BERTVIZ_SCRIPTS")
+    assert av.scripts_mode() == "linked"  # unset and no copies: the CDNs
 
 
 def test_bertviz_bridge_is_stable_across_runs():

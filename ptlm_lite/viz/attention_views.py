@@ -185,11 +185,13 @@ _CDN = {
 
 # Where to get require.js, d3 and jQuery. In the static book, js/ptlm-book.js (loaded on
 # every page; see scripts/assets.py) sets window.ptlmBookJs.base to the book's own
-# copies, so nothing leaves the site. In Jupyter and Colab that variable is absent and
-# the public CDNs bertviz uses are taken.
+# copies, so nothing leaves the site. Elsewhere that variable is absent and the public
+# CDNs bertviz uses are taken; if they cannot be reached, the view says so and how to
+# draw it offline (instead of staying blank).
 _LOADER = """(function () {
   var cdn = %(cdn)s;
   var book = window.ptlmBookJs;
+  var me = document.currentScript;
   function paths() {
     return book ? {d3: book.base + 'vendor/d3.min', jquery: book.base + 'vendor/jquery.min'}
                 : {d3: cdn.d3, jquery: cdn.jquery};
@@ -202,8 +204,82 @@ _LOADER = """(function () {
   var s = document.createElement('script');
   s.src = book ? book.base + 'vendor/require.js' : cdn.require;
   s.onload = run;
+  s.onerror = function () {
+    var p = document.createElement('p');
+    p.className = 'ptlm-bertviz-offline';
+    p.textContent = %(offline)s;
+    if (me && me.parentNode) me.parentNode.insertBefore(p, me);
+  };
   document.head.appendChild(s);
 })();"""
+
+_OFFLINE = (
+    "bertviz could not load its scripts (require.js, d3, jQuery) from "
+    "cdnjs.cloudflare.com: is this machine offline? Run `bash scripts/install.sh` in "
+    "the book's folder (it puts copies in book/js/vendor/), restart the kernel and "
+    "re-run this cell: the view then carries its own copies."
+)
+
+# A view that carries d3 and jQuery itself: no network, no require.js, nothing left in
+# the page's globals (jQuery.noConflict(true) gives back whatever jQuery the page had;
+# d3 lands in a private object). For a live kernel, where the book's copies are on disk.
+_INLINE = """(function () {
+  var lib = {};
+  (function () { var define, module, exports;
+%(d3)s
+  }).call(lib);
+  (function () { var define, module, exports;
+%(jquery)s
+  })();
+  lib.jquery = window.jQuery.noConflict(true);
+  function requirejs(deps, then) {
+    then.apply(null, deps.map(function (d) { return lib[d]; }));
+  }
+%(body)s
+})();"""
+
+# PTLM_BERTVIZ_SCRIPTS: "inline" (the view carries d3 and jQuery, ~340 kB: draws
+# offline anywhere) or "linked" (the book's copies in the static book, the CDNs
+# elsewhere: what the committed notebooks store; scripts/execute.py sets it). Unset:
+# inline when the copies are on disk (a checkout after scripts/install.sh), else linked.
+SCRIPTS_ENV = "PTLM_BERTVIZ_SCRIPTS"
+
+
+def vendor_dir():
+    """Where scripts/assets.py puts the book's copies of d3 and jQuery (book/js/vendor
+    of the checkout this package is in; it may not exist)."""
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[2] / "book" / "js" / "vendor"
+
+
+def _vendor_sources() -> dict | None:
+    files = {"d3": "d3.min.js", "jquery": "jquery.min.js"}
+    paths = {k: vendor_dir() / f for k, f in files.items()}
+    if not all(p.is_file() for p in paths.values()):
+        return None
+    return {k: p.read_text(encoding="utf-8") for k, p in paths.items()}
+
+
+def scripts_mode() -> str:
+    """How a bertviz view gets its scripts: "inline" or "linked" (see SCRIPTS_ENV)."""
+    import os
+
+    mode = os.environ.get(SCRIPTS_ENV, "").strip().lower()
+    if mode not in ("", "inline", "linked"):
+        raise ValueError(
+            f"{SCRIPTS_ENV} must be 'inline' or 'linked' (or unset), got "
+            f"{os.environ[SCRIPTS_ENV]!r}"
+        )
+    if mode == "inline" and _vendor_sources() is None:
+        raise FileNotFoundError(
+            f"{SCRIPTS_ENV}=inline needs the book's copies of d3 and jQuery in "
+            f"{vendor_dir()}: run `python scripts/assets.py` (or `bash "
+            "scripts/install.sh`) in the book's folder, or unset it"
+        )
+    if mode:
+        return mode
+    return "inline" if _vendor_sources() is not None else "linked"
 
 
 def _bertviz_inputs(attentions, tokens, batch):
@@ -226,12 +302,12 @@ def _bertviz_inputs(attentions, tokens, batch):
 
 
 def _offline_html(html: str, vis_class: str) -> str:
-    """Rewrite bertviz's HTML so it loads its JavaScript from the book when there is
-    one.
+    """Rewrite bertviz's HTML so that it loads its JavaScript from the book, or carries
+    it (:func:`scripts_mode`), and never from a CDN when either is there.
     """
     html = re.sub(r'<script src="[^"]*require(\.min)?\.js"></script>', "", html)
     m = re.search(r'<script type="text/javascript">\n(.*)\n</script>', html, flags=re.S)
-    if m is None:
+    if m is None or "requirejs(['jquery', 'd3']" not in m.group(1):
         raise RuntimeError(
             "unexpected bertviz output (its HTML layout changed?); please report the "
             "bertviz version"
@@ -239,7 +315,14 @@ def _offline_html(html: str, vis_class: str) -> str:
     js = m.group(1)
     # we configure paths ourselves
     js = re.sub(r"require\.config\(\{.*?\}\);", "", js, count=1, flags=re.S)
-    new_js = _LOADER % {"cdn": json.dumps(_CDN), "body": js}
+    if scripts_mode() == "inline":
+        new_js = _INLINE % {**_vendor_sources(), "body": js}
+    else:
+        new_js = _LOADER % {
+            "cdn": json.dumps(_CDN),
+            "body": js,
+            "offline": json.dumps(_OFFLINE),
+        }
     html = (
         html[: m.start()]
         + '<script type="text/javascript">\n'
