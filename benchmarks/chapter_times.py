@@ -67,7 +67,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "chapter_times.json"
 # a run at --scale small goes here by default (the tiny record is never overwritten)
 OUT_SMALL = ROOT / "benchmarks" / "chapter_times_small.json"
-# the page that shows the results (written from OUT)
+# the same chapters on a 2-core machine with AVX2 kernels only (no AVX-512): most laptops'
+# CPUs, and some of the cloud machines the book is built on; shown beside OUT's times
+OUT_AVX2 = ROOT / "benchmarks" / "chapter_times_avx2.json"
+# the book's time budget for one chapter at the default scale, in seconds
+BUDGET_S = 40
+# the page that shows the results (written from OUT, and OUT_AVX2 if it exists)
 PAGE = ROOT / "book" / "timings.md"
 # "Does it hold at a larger scale?" (written from the chapters' metadata and OUT_SMALL)
 SCALES_PAGE = ROOT / "book" / "scales.md"
@@ -634,9 +639,10 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def page(result: dict) -> str:
+def page(result: dict, avx2: dict | None = None) -> str:
     """The Markdown of ``book/timings.md`` for ``result`` (the contents of
-    chapter_times.json).
+    chapter_times.json), with ``avx2`` (chapter_times_avx2.json's: the same chapters on
+    an AVX2-only machine) in two more columns when given.
 
     A MyST pipe table, which the book renders as an HTML ``<table>``. Notebooks that no
     longer exist are left out; a chapter in the table of contents links to its page.
@@ -647,10 +653,12 @@ def page(result: dict) -> str:
         (
             "| chapter | notebook | seconds | peak memory (MB) | load average "
             "| reference step (ms) | measured |"
+            + (" AVX2 only: seconds | AVX2 only: reference step (ms) |" if avx2 else "")
         ),
-        "|:---|:---|---:|---:|---:|---:|:---|",
+        "|:---|:---|---:|---:|---:|---:|:---|" + ("---:|---:|" if avx2 else ""),
     ]
     shown = [c for c in result["chapters"] if (ROOT / c["file"]).exists()]
+    other = {c["file"]: c for c in (avx2 or {}).get("chapters", [])}
     stale = 0
     for c in shown:
         load = (
@@ -668,10 +676,20 @@ def page(result: dict) -> str:
         if outdated(c, c["file"]):
             when += " (**the chapter has changed since**)"
             stale += 1
-        rows.append(
+        row = (
             f"| {name}{status} | `{c['file']}` | {c['seconds']:.0f} | {peak} | {load} "
             f"| {ref} | {when} |"
         )
+        if avx2:
+            o = other.get(c["file"])
+            row += (
+                " - | - |"
+                if o is None
+                else f" {o['seconds']:.0f}{'' if o['status'] == 'ok' else ' (**' + o['status'] + '**)'}"
+                f"{' (**older version**)' if outdated(o, c['file']) else ''} "
+                f"| {o.get('reference_step_ms') or 0:.1f} |"
+            )
+        rows.append(row)
     total = sum(c["seconds"] for c in shown)
     machine_line = (
         f"Measured on {result['date']}: {m['cpu']}, {m['cores']} cores, "
@@ -692,7 +710,7 @@ def page(result: dict) -> str:
         [
             (
                 "% Written by benchmarks/chapter_times.py from "
-                "benchmarks/chapter_times.json: do not edit by"
+                "benchmarks/chapter_times*.json: do not edit by"
             ),
             (
                 "% hand (python benchmarks/chapter_times.py --page-only rewrites it "
@@ -711,12 +729,67 @@ def page(result: dict) -> str:
                 else ""
             ),
             "",
+            *([avx2_paragraph(shown, avx2, other)] if avx2 else []),
         ]
     )
 
 
+def avx2_paragraph(shown: list[dict], avx2: dict, other: dict) -> str:
+    """What the AVX2 columns say: how many times as long, and which chapters are over
+    the budget there (computed from the two records; nothing typed in)."""
+    import statistics
+
+    m = avx2["machine"]
+    both = [(c, other[c["file"]]) for c in shown if c["file"] in other]
+    # ratios only where both rows measured the notebook as it is now
+    same = [
+        (c, o)
+        for c, o in both
+        if not outdated(c, c["file"]) and not outdated(o, o["file"])
+    ]
+    ratios = sorted(o["seconds"] / c["seconds"] for c, o in same)
+    refs = [o["reference_step_ms"] for _, o in both if o.get("reference_step_ms")]
+    ours = [c["reference_step_ms"] for c, _ in both if c.get("reference_step_ms")]
+    over = sorted(
+        (o for _, o in both if o["file"].startswith("chapters/")),
+        key=lambda o: -o["seconds"],
+    )
+    n_ch = len(over)
+    over = [o for o in over if o["seconds"] > BUDGET_S]
+
+    def secs(x: float) -> str:  # 40.4 s, not "40 s", for a time just over the budget
+        return f"{x:.1f}" if round(x) == BUDGET_S else f"{x:.0f}"
+
+    names = ", ".join(
+        f"{(o['title'] or o['file']).split(':')[0]} {secs(o['seconds'])} s"
+        for o in over
+    )
+    return (
+        f"**On a machine with AVX2 only.** The last two columns are the same notebooks "
+        f"timed the same way on {avx2['date'][:10]} on a {m['cores']}-core {m['cpu']} "
+        f"whose PyTorch runs {m['cpu_capability']} kernels, as many laptops' CPUs do "
+        f"(`benchmarks/chapter_times_avx2.json`). AVX2's vectors are half as wide as "
+        f"AVX-512's, and the reference step took {min(refs):.0f}-{max(refs):.0f} ms "
+        f"there against {min(ours):.0f}-{max(ours):.0f} ms for the rows above; a "
+        f"notebook took {ratios[0]:.1f} to {ratios[-1]:.1f} times as long (median "
+        f"{statistics.median(ratios):.1f}, over the {len(same)} measured in their "
+        "current version on both machines). "
+        f"{len(over)} of the {n_ch} chapters there took more than the book's "
+        f"{BUDGET_S} s budget: {names}."
+        + (
+            " All of them, one after the other: "
+            f"{sum(o['seconds'] for _, o in both) / 60:.0f} minutes."
+        )
+        + "\n"
+    )
+
+
+def load_avx2(path: pathlib.Path = OUT_AVX2) -> dict | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def write_page(result: dict, path: pathlib.Path = PAGE) -> None:
-    path.write_text(page(result))
+    path.write_text(page(result, load_avx2()))
 
 
 # ----------------------------------------------------------------------------------

@@ -104,6 +104,48 @@ def test_chapter_times_page_shows_the_reference_step(tmp_path):
         chapter_times.reference_step_ms(steps=0)
 
 
+def test_chapter_times_page_shows_the_avx2_machine_beside_the_record():
+    """book/timings.md: with chapter_times_avx2.json, two more columns and a paragraph
+    computed from both records (ratios, the chapters over the budget there)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import chapter_times
+
+    machine = {"cpu": "x", "cores": 2, "memory_gib": 1, "platform": "Linux-x",
+               "python": "3", "torch": "2", "torch_threads": 1}  # fmt: skip
+    gpt = {"file": "chapters/gpt.ipynb", "title": "GPT", "status": "ok",
+           "seconds": 30.0, "reference_step_ms": 11.0,
+           "code_hash": chapter_times.current_code_hash("chapters/gpt.ipynb")}  # fmt: skip
+    bert = dict(gpt, file="chapters/bert.ipynb", title="BERT", seconds=20.0,
+                code_hash=chapter_times.current_code_hash("chapters/bert.ipynb"))  # fmt: skip
+    result = {"date": "2026-11-27", "scale": "tiny", "chapters": [gpt, bert],
+              "machine": dict(machine, cpu_capability="AVX512")}  # fmt: skip
+    avx2 = {"date": "2026-11-29 12:00", "scale": "tiny",
+            "machine": dict(machine, cpu_capability="AVX2"),
+            "chapters": [dict(gpt, seconds=66.0, reference_step_ms=22.0),
+                         dict(bert, seconds=36.0, reference_step_ms=24.0)]}  # fmt: skip
+    text = chapter_times.page(result, avx2)
+    assert "AVX2 only: seconds" in text
+    row = next(line for line in text.splitlines() if "`chapters/gpt.ipynb`" in line)
+    assert row.endswith("| 66 | 22.0 |"), row
+    para = text[text.index("**On a machine with AVX2 only.**") :]
+    assert "1.8 to 2.2 times as long (median 2.0, over the 2 measured" in para, para
+    assert (
+        "1 of the 2 chapters there took more than the book's 40 s budget: GPT 66 s"
+        in para
+    )
+    assert "22-24 ms there against 11-11 ms" in para
+    # without the second record the page is as before
+    assert "AVX2 only" not in chapter_times.page(result)
+    # a time measured on an older version of the chapter says so there too
+    avx2["chapters"][0]["code_hash"] = "0" * 16
+    row = next(
+        line
+        for line in chapter_times.page(result, avx2).splitlines()
+        if "`chapters/gpt.ipynb`" in line
+    )
+    assert row.endswith("| 66 (**older version**) | 22.0 |"), row
+
+
 def test_the_speed_tricks_in_attention_keep_the_outputs():
     """ptlm_lite/attention.py's fast paths (benchmarks/README.md) compute what the plain
     code does.
