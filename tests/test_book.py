@@ -104,6 +104,28 @@ def test_chapter_is_stored_executed_and_small(nb):
     )
 
 
+def test_stored_bertviz_views_load_their_scripts_instead_of_carrying_them():
+    """A bertviz view made in a kernel run from the checkout carries d3 and jQuery
+    (~340 kB); the committed notebooks store the linked form (scripts/execute.py sets
+    PTLM_BERTVIZ_SCRIPTS=linked), which the static book serves from its own copies. A
+    chapter executed by hand in Jupyter and committed would fail here."""
+    views = 0
+    for nb in [*CHAPTERS, *sorted((ROOT / "book").glob("*.ipynb"))]:
+        for c in cells(nb):
+            for o in c.get("outputs", []):
+                html = "".join(o.get("data", {}).get("text/html", ""))
+                if "ptlm-bertviz" not in html:
+                    continue
+                views += 1
+                assert "d3js.org" not in html and "window.ptlmBookJs" in html, (
+                    f"{nb.name}: a bertviz view carries its scripts: re-execute it with "
+                    "python scripts/execute.py"
+                )
+    assert views >= 3, (
+        f"expected the bertviz views of BERT, the Transformer and book/widgets, found {views}"
+    )
+
+
 def _shown_only_when_displayed() -> set[str]:
     """``show_source`` and every public function and class of ``ptlm_lite.viz`` that
     returns something: they return the view (a listing, a table, a figure, a stepper)
