@@ -67,7 +67,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "chapter_times.json"
 # a run at --scale small goes here by default (the tiny record is never overwritten)
 OUT_SMALL = ROOT / "benchmarks" / "chapter_times_small.json"
-# the same chapters on a 2-core machine with AVX2 kernels only (no AVX-512): most laptops'
+# the same chapters on a 2-core machine with AVX2 kernels only (no AVX-512): many laptops'
 # CPUs, and some of the cloud machines the book is built on; shown beside OUT's times
 OUT_AVX2 = ROOT / "benchmarks" / "chapter_times_avx2.json"
 # the book's time budget for one chapter at the default scale, in seconds
@@ -639,6 +639,16 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _status(c: dict) -> str:
+    """Nothing for a run that finished, else its status in bold (a timeout, an error)."""
+    return "" if c["status"] == "ok" else f" (**{c['status']}**)"
+
+
+def _ref(c: dict) -> str:
+    """The reference step (ms) measured before the notebook, or "-" (older records)."""
+    return f"{c['reference_step_ms']:.1f}" if c.get("reference_step_ms") else "-"
+
+
 def page(result: dict, avx2: dict | None = None) -> str:
     """The Markdown of ``book/timings.md`` for ``result`` (the contents of
     chapter_times.json), with ``avx2`` (chapter_times_avx2.json's: the same chapters on
@@ -664,13 +674,12 @@ def page(result: dict, avx2: dict | None = None) -> str:
         load = (
             f"{c['load_average_start'][0]:.1f}" if c.get("load_average_start") else "-"
         )
-        status = "" if c["status"] == "ok" else f" (**{c['status']}**)"
+        status = _status(c)
         name = _cell(c["title"] or c["file"])
         if c.get("in_toc", True):
             name = f"[{name}](../{c['file']})"
         peak = f"{c['peak_rss_mb']:,}" if c.get("peak_rss_mb") is not None else "-"
-        ref = c.get("reference_step_ms")
-        ref = f"{ref:.1f}" if ref else "-"
+        ref = _ref(c)
         run = runs[min(c.get("run", 0), len(runs) - 1)]
         when = f"{run['date'][:10]}, {run['machine'].get('cpu_capability') or '?'}"
         if outdated(c, c["file"]):
@@ -682,13 +691,11 @@ def page(result: dict, avx2: dict | None = None) -> str:
         )
         if avx2:
             o = other.get(c["file"])
-            row += (
-                " - | - |"
-                if o is None
-                else f" {o['seconds']:.0f}{'' if o['status'] == 'ok' else ' (**' + o['status'] + '**)'}"
-                f"{' (**older version**)' if outdated(o, c['file']) else ''} "
-                f"| {o.get('reference_step_ms') or 0:.1f} |"
-            )
+            if o is None:
+                row += " - | - |"
+            else:
+                older = " (**older version**)" if outdated(o, c["file"]) else ""
+                row += f" {o['seconds']:.0f}{_status(o)}{older} | {_ref(o)} |"
         rows.append(row)
     total = sum(c["seconds"] for c in shown)
     machine_line = (
