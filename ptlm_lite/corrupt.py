@@ -414,14 +414,11 @@ def pack_pairs(
         rows.append(row)
         segs.append(seg)
     T = max(len(r) for r in rows)
-    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
-    segments = torch.zeros((len(rows), T), dtype=torch.long)
-    for r, (row, seg) in enumerate(zip(rows, segs)):
-        ids[r, : len(row)] = torch.tensor(row)
-        segments[r, : len(seg)] = torch.tensor(seg)
-    valid = torch.zeros((len(rows), T), dtype=torch.bool)
-    for r, row in enumerate(rows):
-        valid[r, : len(row)] = True
+    pad = [T - len(r) for r in rows]  # right-padded in Python: one tensor each
+    ids = torch.tensor([r + [pad_id] * n for r, n in zip(rows, pad)], dtype=torch.long)
+    segments = torch.tensor([g + [0] * n for g, n in zip(segs, pad)], dtype=torch.long)
+    lengths = torch.tensor([len(r) for r in rows])
+    valid = torch.arange(T) < lengths[:, None]
     return {
         "ids": ids,
         "segments": segments,

@@ -111,7 +111,10 @@ def sentence_scores(doc) -> np.ndarray:
     ``rouge-score``) on token ids, each id a word, so it counts shared tokens; a
     sentence that repeats the names and words the others use scores high. Memoised per
     document (pure: the same document, the same scores)."""
-    doc = check_document(doc)
+    return _sentence_scores(check_document(doc))
+
+
+def _sentence_scores(doc: list[list[int]]) -> np.ndarray:
     if len(doc) == 1:
         return np.zeros(1)
     return np.array(_scores(tuple(map(tuple, doc))))
@@ -122,10 +125,13 @@ def select_gaps(doc, strategy: str, ratio: float, generator=None) -> list[int]:
     ``"principal"`` the top :func:`n_gaps` by :func:`sentence_scores` (ties: the
     earlier sentence), ``"random"`` a uniform draw from ``generator``, ``"lead"`` the
     first ones."""
-    doc = check_document(doc)
+    return _select_gaps(check_document(doc), strategy, ratio, generator)
+
+
+def _select_gaps(doc: list[list[int]], strategy, ratio, generator) -> list[int]:
     m = n_gaps(len(doc), ratio)
     if strategy == "principal":
-        scores = sentence_scores(doc)
+        scores = _sentence_scores(doc)
         # stable sort on -score: equal scores keep document order
         chosen = np.argsort(-scores, kind="stable")[:m].tolist()
     elif strategy == "random":
@@ -161,7 +167,7 @@ def gap_sentences(
             f"mask_id must be a non-negative int token id, got {mask_id!r}"
         )
     doc = check_document(doc)  # a copy: the caller's lists are never touched
-    gaps = set(select_gaps(doc, strategy, ratio, generator))
+    gaps = set(_select_gaps(doc, strategy, ratio, generator))
     source, target = [], []
     for i, sentence in enumerate(doc):
         if i in gaps:

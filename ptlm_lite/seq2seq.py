@@ -67,6 +67,9 @@ class Pair:
     target: list[int] = field(default_factory=list)
 
 
+_INT_ONLY = frozenset({int})
+
+
 def check_document(doc) -> list[list[int]]:
     """A document: a non-empty list of sentences, each a list of int token ids (≥ 0).
     Returns a copy as lists of ints; raises ValueError / TypeError naming ``doc``."""
@@ -77,6 +80,11 @@ def check_document(doc) -> list[list[int]]:
         )
     out = []
     for i, sentence in enumerate(doc):
+        if type(sentence) is list and _INT_ONLY.issuperset(map(type, sentence)):
+            # the usual case, checked in C: a list of plain ints (bool is not int here)
+            if not sentence or min(sentence) >= 0:
+                out.append(sentence.copy())
+                continue
         if isinstance(sentence, torch.Tensor):
             sentence = sentence.tolist()
         if isinstance(sentence, (str, bytes)) or not isinstance(sentence, Sequence):

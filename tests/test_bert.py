@@ -209,3 +209,23 @@ def test_a_short_pretraining_run_is_the_kept_checkpoint_of_a_longer_one():
         _, long = run(9, keep=(k,), warmup=warmup)
         kept = long.checkpoints[k]
         assert all(torch.equal(v, kept[key]) for key, v in short.state_dict().items())
+
+
+def test_token_documents_are_encoded_once_and_handed_out_as_fresh_copies():
+    from ptlm_lite.recipes import bert as recipe
+
+    tok = recipe.tokenizer()
+    first = recipe.token_documents(tok, "shakespeare", "train", 5)
+    assert len(first) == 5 and all(isinstance(s, list) for d in first for s in d)
+    first[0][0].append(-1)  # a caller changes what it got
+    first[0].clear()
+    again = recipe.token_documents(tok, "shakespeare", "train", 5)
+    assert again[0] and -1 not in again[0][0]
+    assert again == recipe.token_documents(tok, "shakespeare", "train", 5)
+    # the same encoding as the tokenizer's own, sentence by sentence
+    from ptlm_lite.data import documents
+
+    scene = documents("train", "sentence")[1]
+    assert again[1] == [t for t in tok.encode_batch(scene) if t]
+    world = recipe.token_documents(tok, "world", "validation", 0)
+    assert world[0] == [t for t in tok.encode_batch(recipe.world_documents(1)[0]) if t]

@@ -254,12 +254,22 @@ def test_no_new_tokens_is_an_empty_answer_for_both_decoders():
 def test_check_document_and_generator():
     doc = [[3, 4], [5]]
     assert S.check_document(doc) == doc and S.check_document(doc) is not doc
+    out = S.check_document(doc)
+    out[0].append(9)  # a copy down to the sentences
+    assert doc == [[3, 4], [5]]
+    # numpy integers and tensors are token ids too, returned as plain ints
+    mixed = S.check_document(
+        [np.array([3, 4]).tolist(), [np.int64(5)], torch.tensor([6])]
+    )
+    assert mixed == [[3, 4], [5], [6]] and type(mixed[1][0]) is int
     for bad, exc in (
         ([], TypeError),
         ("abc", TypeError),
         ([[3, -1]], ValueError),
         ([[3, 1.5]], ValueError),
         ([3, 4], TypeError),
+        ([[3, True]], ValueError),  # a bool is not a token id
+        ([[2], [3, -4]], ValueError),
     ):
         with pytest.raises(exc, match="doc"):
             S.check_document(bad)

@@ -94,20 +94,39 @@ def mlm_corruption(tok, p: float = 0.15, proportions=(0.8, 0.1, 0.1)) -> Callabl
     )
 
 
-def token_documents(tok, corpus: str, split: str, n_docs: int) -> list[list[list[int]]]:
-    from ..data import documents
+# token_documents' results in this process, keyed by (id(tok), corpus, split, n_docs);
+# each entry holds its tokenizer too, so the id cannot be reused while the entry lives
+_TOKEN_DOCUMENTS: dict = {}
 
-    docs = (
-        documents(split, "sentence")[:n_docs]
-        if corpus == "shakespeare"
-        else world_documents(0 if split == "train" else 1)
-    )
-    flat = tok.encode_batch([s for d in docs for s in d])
-    out, i = [], 0
-    for d in docs:
-        out.append([t for t in flat[i : i + len(d)] if t])
-        i += len(d)
-    return out
+
+def token_documents(tok, corpus: str, split: str, n_docs: int) -> list[list[list[int]]]:
+    """``corpus``'s documents (``"shakespeare"``: the first ``n_docs`` scenes of
+    ``split``; ``"world"``: ``make_world(0)`` for the training split, ``make_world(1)``
+    otherwise) as lists of tokenized sentences, empty ones dropped.
+
+    Encoded once per tokenizer in a process (a Shakespeare split takes about half a
+    second, and a chapter builds its batches a dozen times); every call returns a fresh
+    copy, so a caller may change what it gets.
+    """
+    key = (id(tok), corpus, split, n_docs)
+    hit = _TOKEN_DOCUMENTS.get(key)
+    if hit is None or hit[0] is not tok:
+        from ..data import documents
+
+        docs = (
+            documents(split, "sentence")[:n_docs]
+            if corpus == "shakespeare"
+            else world_documents(0 if split == "train" else 1)
+        )
+        flat = tok.encode_batch([s for d in docs for s in d])
+        out, i = [], 0
+        for d in docs:
+            out.append(tuple(tuple(t) for t in flat[i : i + len(d)] if t))
+            i += len(d)
+        if len(_TOKEN_DOCUMENTS) >= 16:  # a handful of tokenizers at most in a chapter
+            _TOKEN_DOCUMENTS.pop(next(iter(_TOKEN_DOCUMENTS)))
+        hit = _TOKEN_DOCUMENTS[key] = (tok, tuple(out))
+    return [[list(s) for s in d] for d in hit[1]]
 
 
 def pretraining_batches(
