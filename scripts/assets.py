@@ -48,7 +48,8 @@ VENDOR = OUT / "vendor"
 CSS = BOOK / "css" / "ptlm-book.css"  # the book's own style sheet (html_css_files)
 
 HTML_MANAGER = "@jupyter-widgets/html-manager"
-# (package, file inside the package, name in book/js/vendor/)
+# (package, file inside the package, name in book/js/vendor/). ptlm_lite/viz/bertviz_views.py
+# looks for d3's and jQuery's under these names (VENDOR_FILES; tests/test_viz.py checks)
 FILES = [
     (HTML_MANAGER, "dist/embed-amd.js", "embed-amd.js"),
     ("requirejs", "require.js", "require.js"),

@@ -33,7 +33,7 @@ EXEMPT = {
     "suite/build.py",
     "verdict.py",
     "viz/_html.py",
-    "viz/attention_views.py",
+    "viz/bertviz_views.py",
     "viz/diagram.py",
     "viz/mask_views.py",
     "viz/tables.py",

@@ -5,6 +5,7 @@ Browser behaviour (the static book) is tested in tests/browser/; these tests nee
 browser.
 """
 
+import pathlib
 import re
 import subprocess
 import sys
@@ -283,9 +284,9 @@ def test_bertviz_view_carries_its_scripts_in_a_kernel(view, monkeypatch):
     network: d3 and jQuery are in it, and nothing is fetched (tests/browser draws one
     with every request refused)."""
     pytest.importorskip("bertviz")
-    from ptlm_lite.viz import attention_views as av
+    from ptlm_lite.viz import bertviz_views as av
 
-    if av._vendor_sources() is None:
+    if av._vendor_paths() is None:
         pytest.fail(
             f"no d3/jQuery copies in {av.vendor_dir()}: run python scripts/assets.py",
             pytrace=False,
@@ -300,8 +301,23 @@ def test_bertviz_view_carries_its_scripts_in_a_kernel(view, monkeypatch):
     assert len(getattr(viz, view)(fake_attentions(), TOKENS).data) < len(html) - 300_000
 
 
+def test_bertviz_looks_for_the_copies_where_scripts_assets_puts_them():
+    """The package cannot import scripts/; a rename in scripts/assets.py would make every
+    kernel view fall back to the CDNs without a word. This says it instead."""
+    import importlib.util
+
+    from ptlm_lite.viz import bertviz_views as av
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "assets.py"
+    spec = importlib.util.spec_from_file_location("book_assets", path)
+    assets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(assets)
+    assert av.vendor_dir() == assets.VENDOR
+    assert set(av.VENDOR_FILES.values()) <= {name for _, _, name in assets.FILES}
+
+
 def test_bertviz_scripts_mode_rejects_bad_values(monkeypatch, tmp_path):
-    from ptlm_lite.viz import attention_views as av
+    from ptlm_lite.viz import bertviz_views as av
 
     monkeypatch.setenv("PTLM_BERTVIZ_SCRIPTS", "cdn")
     with pytest.raises(ValueError, match="PTLM_BERTVIZ_SCRIPTS must be 'inline' or"):

@@ -20,7 +20,8 @@ the widgets").
 """
 
 from ._html import install_book_figures
-from .attention_views import attention_heatmaps, bertviz_head_view, bertviz_model_view
+from .attention_views import attention_heatmaps
+from .bertviz_views import bertviz_head_view, bertviz_model_view
 from .curves import TrainingCurve, live_loss_plot
 from .diagram import diagram, diagram_svg
 from .mask_views import mask_explorer, mask_table_html, permutation_explorer

@@ -83,3 +83,31 @@ def test_bertviz_linked_view_says_why_it_is_empty_offline(browser, monkeypatch):
         assert any("cdnjs" in u for u in outside)  # it tried the CDN, and only that
     finally:
         page.context.close()
+
+
+def test_bertviz_linked_view_says_why_it_is_empty_where_require_js_is_loaded(
+    browser, monkeypatch
+):
+    """Classic Notebook loads require.js itself: offline, the view's d3 and jQuery are
+    what fails to load, and the view says so too."""
+    pytest.importorskip("bertviz")
+    from ptlm_lite import viz
+    from ptlm_lite.viz import bertviz_views
+
+    require = bertviz_views.vendor_dir().parent / "vendor" / "require.js"
+    if not require.is_file():
+        pytest.fail(f"no {require}: run python scripts/assets.py", pytrace=False)
+    monkeypatch.setenv("PTLM_BERTVIZ_SCRIPTS", "linked")
+    html = viz.bertviz_head_view(_attentions(), TOKENS).data
+    script = f"<script>{require.read_text(encoding='utf-8')}</script>"
+    page, outside, errors = _offline_page(browser, script + html)
+    try:
+        assert page.evaluate("typeof window.requirejs") == "function"
+        note = page.locator(".ptlm-bertviz-offline")
+        note.wait_for(timeout=10_000)
+        assert "scripts/install.sh" in note.text_content()
+        assert note.count() == 1
+        assert any("cdnjs" in u and "d3" in u for u in outside), outside
+        assert not errors, errors  # the errback took the failure: no uncaught error
+    finally:
+        page.context.close()
