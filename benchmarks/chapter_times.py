@@ -737,6 +737,11 @@ def page(result: dict, avx2: dict | None = None) -> str:
             ),
             "",
             *([avx2_paragraph(shown, avx2, other)] if avx2 else []),
+            *(
+                [steps]
+                if (steps := avx2 and reference_steps_paragraph(shown, other))
+                else []
+            ),
         ]
     )
 
@@ -788,6 +793,59 @@ def avx2_paragraph(shown: list[dict], avx2: dict, other: dict) -> str:
             f"{sum(o['seconds'] for _, o in both) / 60:.0f} minutes."
         )
         + "\n"
+    )
+
+
+def _steps(c: dict) -> float | None:
+    """A run's seconds in reference steps (None where the record has no step)."""
+    ref = c.get("reference_step_ms")
+    return c["seconds"] / (ref / 1000) if ref else None
+
+
+def reference_steps_paragraph(shown: list[dict], other: dict) -> str:
+    """A notebook's time in reference steps on both machines, and the budget in those
+    units on each (computed from the two records; nothing typed in)."""
+    import statistics
+
+    same = [
+        (c, other[c["file"]])
+        for c in shown
+        if c["file"] in other
+        and _steps(c)
+        and _steps(other[c["file"]])
+        and not outdated(c, c["file"])
+        and not outdated(other[c["file"]], c["file"])
+    ]
+    if len(same) < 2:
+        return ""
+    q1, med, q3 = statistics.quantiles(
+        [_steps(o) / _steps(c) for c, o in same], n=4, method="inclusive"
+    )
+    costs = [  # the chapters as they are now, in the record
+        _steps(c)
+        for c in shown
+        if c["file"].startswith("chapters/")
+        and _steps(c)
+        and not outdated(c, c["file"])
+    ]
+    refs = [c["reference_step_ms"] for c in shown if _steps(c)]
+    refs_avx2 = [o["reference_step_ms"] for o in other.values() if _steps(o)]
+    r1, r2 = statistics.median(refs), statistics.median(refs_avx2)
+    return (
+        "**In reference steps.** Dividing a notebook's seconds by the reference step "
+        "timed just before it gives how many of the tiny BERT's training steps its "
+        "work is worth, and that count hardly depends on the machine: over the "
+        f"{len(same)} notebooks measured in their current version on both, the AVX2 "
+        f"machine's count was {med:.2f} times the record's (median; half of them between "
+        f"{q1:.2f} and {q3:.2f}). The {len(costs)} chapters measured in their current "
+        f"version in the record cost {min(costs):,.0f} to {max(costs):,.0f} reference "
+        f"steps (median {statistics.median(costs):,.0f}). The {BUDGET_S} s budget is "
+        "about "
+        f"{BUDGET_S / r1 * 1000:,.0f} reference steps on the record's machine (median "
+        f"step {r1:.1f} ms) and {BUDGET_S / r2 * 1000:,.0f} on the AVX2 one "
+        f"({r2:.1f} ms): the same work fits it on the first and not on the second "
+        f"({sum(k > BUDGET_S / r2 * 1000 for k in costs)} of those {len(costs)} "
+        "chapters cost more than that).\n"
     )
 
 

@@ -134,6 +134,24 @@ def test_chapter_times_page_shows_the_avx2_machine_beside_the_record():
         in para
     )
     assert "22-24 ms there against 11-11 ms" in para
+    # the same times in reference steps: 2,727 and 1,818 in the record, 3,000 and 1,500
+    # on the AVX2 machine (ratios 1.10 and 0.83); 40 s is 3,636 steps of 11 ms, 1,739
+    # of 23 ms (the AVX2 machine's median)
+    steps = text[text.index("**In reference steps.**") :]
+    assert (
+        "count was 0.96 times the record's (median; half of them between 0.89 and 1.03)"
+        in steps
+    ), steps
+    assert (
+        "The 2 chapters measured in their current version in the record cost 1,818 to "
+        "2,727 reference steps (median 2,273)" in steps
+    ), steps
+    assert (
+        "about 3,636 reference steps on the record's machine (median step 11.0 ms)"
+        in steps
+    )
+    assert "and 1,739 on the AVX2 one (23.0 ms)" in steps
+    assert "(2 of those 2 chapters cost more than that)" in steps
     # without the second record the page is as before
     assert "AVX2 only" not in chapter_times.page(result)
     # a time measured on an older version of the chapter says so there too
