@@ -17,8 +17,9 @@ from .stepper import stepper
 PAGE_PX = 680
 
 
-def _layers(attentions, batch: int = 0):
-    """Normalise attentions to a list over layers of numpy (H, Tq, Tk) float arrays."""
+def attention_layers(attentions, batch: int = 0):
+    """Normalise attentions to a list over layers of numpy (H, Tq, Tk) float arrays
+    (the heatmaps' and the bertviz views' input check)."""
     import numpy as np
     import torch
 
@@ -67,7 +68,8 @@ def _layers(attentions, batch: int = 0):
     return out
 
 
-def _check_labels(name, labels, n):
+def check_labels(name, labels, n):
+    """A clear error unless ``labels`` is a list of ``n`` token labels."""
     if isinstance(labels, str) or not isinstance(labels, Sequence):
         raise TypeError(
             f"{name} must be a list of token labels (str), got {type(labels).__name__}"
@@ -100,11 +102,11 @@ def attention_heatmaps(
     (``tokens``), columns keys (``key_tokens``, default ``tokens``). Each view is a
     small embedded PNG, switched in the browser (a stepper).
     """
-    L = _layers(attentions, batch)
+    L = attention_layers(attentions, batch)
     H, Tq, Tk = L[0].shape
-    _check_labels("tokens", tokens, Tq)
+    check_labels("tokens", tokens, Tq)
     key_tokens = tokens if key_tokens is None else key_tokens
-    _check_labels("key_tokens", key_tokens, Tk)
+    check_labels("key_tokens", key_tokens, Tk)
     layers = list(range(len(L))) if layers is None else list(layers)
     heads = list(range(H)) if heads is None else list(heads)
     for li in layers:

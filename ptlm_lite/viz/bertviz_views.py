@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ._html import stable_id
-from .attention_views import PAGE_PX, _check_labels, _layers
+from .attention_views import PAGE_PX, attention_layers, check_labels
 
 BERTVIZ_CLASS = "ptlm-bertviz"
 _CDN = {
@@ -134,13 +134,13 @@ def scripts_mode() -> str:
 def _bertviz_inputs(attentions, tokens, batch):
     import torch
 
-    L = _layers(attentions, batch)
+    L = attention_layers(attentions, batch)
     H, Tq, Tk = L[0].shape
     if Tq != Tk:
         raise ValueError(
             f"bertviz shows self-attention: Tq must equal Tk, got {Tq}x{Tk}"
         )
-    _check_labels("tokens", tokens, Tq)
+    check_labels("tokens", tokens, Tq)
     # (1, H, T, T) each; bertviz writes every weight into the page as JSON text, so
     # round to 4 decimals in float64 (float32 would print ~17 digits): a third of the
     # page's bytes, and nothing a picture can show

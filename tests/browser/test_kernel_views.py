@@ -94,7 +94,7 @@ def test_bertviz_linked_view_says_why_it_is_empty_where_require_js_is_loaded(
     from ptlm_lite import viz
     from ptlm_lite.viz import bertviz_views
 
-    require = bertviz_views.vendor_dir().parent / "vendor" / "require.js"
+    require = bertviz_views.vendor_dir() / "require.js"  # scripts/assets.py puts it
     if not require.is_file():
         pytest.fail(f"no {require}: run python scripts/assets.py", pytrace=False)
     monkeypatch.setenv("PTLM_BERTVIZ_SCRIPTS", "linked")
