@@ -746,6 +746,18 @@ def page(result: dict, avx2: dict | None = None) -> str:
     )
 
 
+def current_on_both(shown: list[dict], other: dict) -> list[tuple[dict, dict]]:
+    """(row, other machine's row) for each notebook that both records measured in its
+    current version: the only pairs whose times compare."""
+    return [
+        (c, other[c["file"]])
+        for c in shown
+        if c["file"] in other
+        and not outdated(c, c["file"])
+        and not outdated(other[c["file"]], c["file"])
+    ]
+
+
 def avx2_paragraph(shown: list[dict], avx2: dict, other: dict) -> str:
     """What the AVX2 columns say: how many times as long, and which chapters are over
     the budget there (computed from the two records; nothing typed in)."""
@@ -754,11 +766,7 @@ def avx2_paragraph(shown: list[dict], avx2: dict, other: dict) -> str:
     m = avx2["machine"]
     both = [(c, other[c["file"]]) for c in shown if c["file"] in other]
     # ratios only where both rows measured the notebook as it is now
-    same = [
-        (c, o)
-        for c, o in both
-        if not outdated(c, c["file"]) and not outdated(o, o["file"])
-    ]
+    same = current_on_both(shown, other)
     ratios = sorted(o["seconds"] / c["seconds"] for c, o in same)
     refs = [o["reference_step_ms"] for _, o in both if o.get("reference_step_ms")]
     ours = [c["reference_step_ms"] for c, _ in both if c.get("reference_step_ms")]
@@ -807,15 +815,7 @@ def reference_steps_paragraph(shown: list[dict], other: dict) -> str:
     units on each (computed from the two records; nothing typed in)."""
     import statistics
 
-    same = [
-        (c, other[c["file"]])
-        for c in shown
-        if c["file"] in other
-        and _steps(c)
-        and _steps(other[c["file"]])
-        and not outdated(c, c["file"])
-        and not outdated(other[c["file"]], c["file"])
-    ]
+    same = [(c, o) for c, o in current_on_both(shown, other) if _steps(c) and _steps(o)]
     if len(same) < 2:
         return ""
     q1, med, q3 = statistics.quantiles(
