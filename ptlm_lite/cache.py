@@ -13,18 +13,16 @@ On disk (``~/.cache/ptlm_lite``, or wherever ``PTLM_CACHE`` points)::
     models/<name>-<key>.json          config, class paths, recipe, SHA-256 of the weights file
     tokenizers/...                    trained tokenizers (see ptlm_lite.data.tokenizer)
 
-``key`` hashes what a recipe says: config, model class, recipe name, version, seed, the
-training function's source with the source of the functions of its own module that it
-calls, the UPPER_CASE settings (JSON data) that they read, a ``functools.partial``'s
-arguments, and the training loop's version
-(:data:`TRAINING_LOOP`), so editing a recipe gives a new entry instead of a stale model.
-It does not see the values a closure captures or a function's default arguments, nor
-code in other modules (the model classes, ``ptlm_lite.data``, ``ptlm_lite.corrupt``):
-a change there needs the recipe's ``version`` bumped. The JSON file is written last and
-is the entry's "commit": an entry without it (a write interrupted before its commit) is
-trained again, one whose weights do not match its checksum is rebuilt with a warning;
-neither is ever loaded. Two processes asking for the same missing model train it
-once: the second waits on a file lock and then loads what the first wrote.
+``key`` hashes what a recipe says: config, model class, name, version, seed, the training
+function's source with that of the functions of its module it calls, the UPPER_CASE
+settings (JSON data) they read (a memo must be lower case), a ``functools.partial``'s
+arguments and :data:`TRAINING_LOOP`, so editing a recipe gives a new entry, not a stale
+model. It does not see what a closure captures, default arguments, nor code in other
+modules (the model classes, ``ptlm_lite.data``): a change there needs the ``version``
+bumped. The JSON file is written last and is the entry's "commit": an entry without it
+(an interrupted write) is trained again, one whose weights do not match its checksum is
+rebuilt with a warning; neither is ever loaded. Two processes asking for the same
+missing model train it once: the second waits on a file lock and loads the first's.
 
 Used by every chapter that reuses a model another chapter trained.
 """
@@ -322,10 +320,10 @@ def recipe(name: str) -> Recipe:
 # get: load, or train once and save
 
 
-def entry_paths(r: Recipe) -> tuple[Path, Path]:
-    """``(weights, metadata)`` paths of a recipe's entry (the folder may not exist yet)."""
+def entry_paths(r: Recipe, key: str | None = None) -> tuple[Path, Path]:
+    """``(weights, metadata)`` paths of the entry under ``key`` (default ``r.key``)."""
     # suffixes appended, not swapped: a name with a dot ("bert.tiny") keeps its key
-    stem = cache_dir(create=False) / "models" / f"{r.name}-{r.key}"
+    stem = cache_dir(create=False) / "models" / f"{r.name}-{key or r.key}"
     return stem.parent / f"{stem.name}.safetensors", stem.parent / f"{stem.name}.json"
 
 
@@ -341,26 +339,26 @@ def get(name: str, retrain: bool = False) -> torch.nn.Module:
     """
     retrain = check_flag("retrain", retrain)
     r = recipe(name)
-    weights, meta = entry_paths(r)
+    key = r.key  # read once: the file's name and its metadata agree, come what may
+    weights, meta = entry_paths(r, key)
     with _same_random_state():
         if not retrain:
-            model = _try_load(r, weights, meta)
+            model = _try_load(r, key, weights, meta)
             if model is not None:
                 return model
 
         subdir("models")  # makes the folder, or says clearly that PTLM_CACHE must move
         with lock(weights):
             # Someone else may have finished training while we waited for the lock.
-            model = None if retrain else _try_load(r, weights, meta)
+            model = None if retrain else _try_load(r, key, weights, meta)
             if model is None:
-                model = _train_and_save(r, weights, meta)
+                model = _train_and_save(r, key, weights, meta)
         return model
 
 
 @contextlib.contextmanager
 def _same_random_state():
-    """Restore Python's, NumPy's and torch's global random state (CPU and CUDA) on
-    exit."""
+    """Restore Python's, NumPy's and torch's random state (CPU and CUDA) on exit."""
     py, np_state = random.getstate(), np.random.get_state()
     with torch.random.fork_rng(devices=range(torch.cuda.device_count())):
         try:
@@ -370,17 +368,23 @@ def _same_random_state():
             np.random.set_state(np_state)
 
 
-def _train_and_save(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module:
+def _train_and_save(r: Recipe, key: str, weights: Path, meta: Path) -> torch.nn.Module:
     torch.manual_seed(r.seed)
     model = r.model_cls(r.config)
     r.train_fn(model)
     model.eval()
+    if r.key != key:  # a recipe's bug: say so (the entry keeps the first key)
+        warnings.warn(
+            f"recipe {r.name!r}: its key changed while it trained ({key} -> {r.key}); "
+            "name a memo that fills as a chapter runs in lower case: the key skips it",
+            RuntimeWarning, stacklevel=3,
+        )  # fmt: skip
     # the old "commit" goes first: weights and JSON never disagree
     meta.unlink(missing_ok=True)
     atomic_write(weights, lambda tmp: save_model(model, str(tmp)))
     info = {
         "format": FORMAT,
-        "recipe": {"name": r.name, "version": r.version, "seed": r.seed, "key": r.key},
+        "recipe": {"name": r.name, "version": r.version, "seed": r.seed, "key": key},
         "model_cls": _class_path(r.model_cls),
         "config_cls": _class_path(type(r.config)),
         "config": _config_dict(r.config),
@@ -391,17 +395,17 @@ def _train_and_save(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module:
     return model
 
 
-def _try_load(r: Recipe, weights: Path, meta: Path) -> torch.nn.Module | None:
+def _try_load(r: Recipe, key: str, weights: Path, meta: Path) -> torch.nn.Module | None:
     """The cached model, or None if absent; a damaged entry warns and counts as absent."""
     if not meta.exists():
         return None  # never written, or a write was interrupted before its commit
     try:
         info = _read_meta(meta, weights)
         stored = info.get("recipe") or {}
-        if stored.get("key") != r.key or stored.get("name") != r.name:
+        if stored.get("key") != key or stored.get("name") != r.name:
             raise RuntimeError(
                 f"it was written for recipe {stored.get('name')!r} with key "
-                f"{stored.get('key')!r}, not {r.name!r} with key {r.key!r}"
+                f"{stored.get('key')!r}, not {r.name!r} with key {key!r}"
             )
         if (
             info["model_cls"] != _class_path(r.model_cls)

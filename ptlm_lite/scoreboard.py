@@ -302,6 +302,8 @@ def scoreboard(root=None, chapters=None, names=None):
                 row["small"] = s["verdict"]
             elif rec["small"] is None:
                 row["small"] = "no small run"
+            elif rec["small_status"] == "ok":  # it ran, but claims this one otherwise
+                row["small"] = "small run: no claim worded the same"
             else:
                 row["small"] = f"small run: {rec['small_status']}"
             row["status"] = "ok"
@@ -315,8 +317,9 @@ def scoreboard(root=None, chapters=None, names=None):
 def replication_summary(board) -> dict:
     """Counts over a :func:`scoreboard`: ``verdicts``, ``paired`` (with a fresh-seed
     run), ``same`` (same verdict), by verdict at tiny (``by_verdict``: {verdict:
-    (paired, same)}), and the chapters ``not_run`` / ``no_verdicts``. Chapter: the
-    synthesis."""
+    (paired, same)}), the chapters ``not_run`` / ``no_verdicts``, ``small`` (verdicts
+    with a run at ``small``) and ``small_missing`` ({why: models} without one).
+    Chapter: the synthesis."""
     ok = board[board["status"] == "ok"]
     paired = ok[ok["replicated"] != "–"]
     by = {}
@@ -331,7 +334,28 @@ def replication_summary(board) -> dict:
         not_run=board.loc[board["status"] == NOT_RUN, "chapter"].tolist(),
         no_verdicts=board.loc[board["status"] == NO_VERDICTS, "chapter"].tolist(),
         small=int(ok["small"].isin(CATEGORIES).sum()),
+        small_missing=_small_missing(ok),
     )
+
+
+def _small_missing(ok) -> dict[str, list[str]]:
+    """{why: models} for the chapters with no verdict at ``small``: ``"no small run"``
+    or ``"small run: <status>"`` (a timeout, an error), as the scoreboard's column
+    says."""
+    out: dict[str, list[str]] = {}
+    for _, g in ok.groupby("chapter", sort=False):
+        if not g["small"].isin(CATEGORIES).any():
+            model = str(g["model"].iloc[0]).split(":")[0]  # a title: its short name
+            out.setdefault(str(g["small"].iloc[0]), []).append(model)
+    return out
+
+
+_SMALL_WHY = {
+    "no small run": "Never run at `small`",
+    "small run: timeout": "Stopped by the time limit at `small`",
+    "small run: no claim worded the same": "Run at `small`, with claims worded "
+    "otherwise (sizes that grow with the scale)",
+}
 
 
 def pretraining_gains(board) -> dict:
@@ -441,10 +465,15 @@ def essay(models, board) -> str:
         f"{'; '.join(rep)} kept their category)."
     )
     small = (
-        f"{s['small']} verdicts have a run at `small`."
+        f"{_share(s['small'], s['verdicts'])} verdicts have a run at `small`; the "
+        "others wait for a GPU run."
         if s["small"]
         else "No verdict has a completed run at `small` yet, so nothing here says "
         "whether a claim survives a larger model: that column waits for a GPU run."
+    )
+    small += "".join(
+        f" {_SMALL_WHY.get(why, f'At `small`, {why}')}: {', '.join(chapters)}."
+        for why, chapters in s["small_missing"].items()
     )
     missing = s["not_run"] + s["no_verdicts"]
     tail = (

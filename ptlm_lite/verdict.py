@@ -336,7 +336,7 @@ def trend(
     its interval counts seeds (per-seed slopes with ``paired=True``) and test examples
     (per-example slopes, when rows of per-example scores are given) as in
     :func:`verdict`. The table shows whether every step goes the same way, and the
-    sentence says when the means are not in order. ``floor``, ``floor_name``: as in
+    sentence says when the means are not in order (or all move against the claim). ``floor``, ``floor_name``: as in
     :func:`verdict`; the verdict is :data:`CANNOT_TEST` when no condition of ``order``
     beats the floor, "beats" in the metric's better direction: ``higher_is_better``
     (default: ``increasing``, a claim that the metric improves along ``order``; say it
@@ -386,7 +386,10 @@ def trend(
         + "."
     )
     notes = _few_seeds(res, order)
-    if np.any(np.sign(np.diff(means)) * sign < 0):
+    steps = np.sign(np.diff(means)) * sign  # +1: a step the claimed way, -1: against
+    if np.all(steps < 0):
+        notes.append("(The means move against the claim at every step.)")
+    elif np.any(steps < 0):
         notes.append(
             "(The means do not move the same way at every step: see the table.)"
         )

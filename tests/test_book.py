@@ -104,6 +104,27 @@ def test_chapter_is_stored_executed_and_small(nb):
     )
 
 
+WARNING = re.compile(r"\b\w*Warning: ")
+
+
+@pytest.mark.parametrize(
+    "nb", CHAPTERS + sorted((ROOT / "book").glob("*.ipynb")), ids=lambda p: p.name
+)
+def test_no_page_shows_a_warning(nb):
+    """A warning in a stored output is something a reader sees and cannot act on (a
+    stale model-cache entry, a figure laid out twice): mend its cause, then
+    re-execute."""
+    shown = [
+        (i, m.group(0) + "".join(o["text"])[m.end() : m.end() + 120])
+        for i, c in enumerate(cells(nb))
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "stream"
+        for m in [WARNING.search("".join(o["text"]))]
+        if m
+    ]
+    assert not shown, f"{nb.name}: warnings in stored outputs (cell, text): {shown}"
+
+
 def test_stored_bertviz_views_load_their_scripts_instead_of_carrying_them():
     """A bertviz view made in a kernel run from the checkout carries d3 and jQuery
     (~340 kB); the committed notebooks store the linked form (scripts/execute.py sets

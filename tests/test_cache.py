@@ -113,6 +113,53 @@ def test_key_changes_with_the_settings_the_train_fn_reads():
     assert len({a, b, c}) == 3
 
 
+MEMO_IN_CAPITALS: dict = {}  # a memo named like a setting: the key reads it
+
+
+def train_and_fill_a_memo(model):
+    MEMO_IN_CAPITALS["seen"] = len(MEMO_IN_CAPITALS) + 1  # changes the key
+    count_training(model)
+
+
+def test_an_entry_keeps_the_key_it_had_when_training_began():
+    """A recipe whose key changes while it trains (session 33's memo named in capitals)
+    once wrote its metadata under the new key and its file under the old one: every
+    later process warned and trained again. Now the entry is written under the key it
+    began with, with a warning that names the cause, and a new process finds it."""
+    MEMO_IN_CAPITALS.clear()
+    cache.register("memo", TinyModel, TinyConfig(), train_and_fill_a_memo)
+    before = cache.recipe("memo").key
+    try:
+        with pytest.warns(RuntimeWarning, match="key changed while it trained"):
+            cache.get("memo")
+        weights, meta = cache.entry_paths(cache.recipe("memo"), before)
+        assert weights.exists() and meta.exists()
+        import json
+
+        assert json.loads(meta.read_text())["recipe"]["key"] == before
+        MEMO_IN_CAPITALS.clear()  # a new process: the memo is empty again
+        assert cache.recipe("memo").key == before
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "cannot be used", no retraining
+            cache.get("memo")
+        assert trainings() == 1
+    finally:
+        cache._REGISTRY.pop("memo", None)
+        MEMO_IN_CAPITALS.clear()
+
+
+def test_the_bert_recipe_key_does_not_read_the_token_documents_memo():
+    from ptlm_lite.recipes import bert
+
+    bert.register()
+    before = cache.recipe("bert-tiny-shakespeare").key
+    bert.token_documents(bert.tokenizer(), "shakespeare", "validation", 64)
+    bert.register()
+    assert cache.recipe("bert-tiny-shakespeare").key == before
+
+
 HELPER_STEPS = {"tiny": 2}
 
 

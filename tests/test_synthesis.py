@@ -246,6 +246,12 @@ def test_essay_numbers_come_from_the_tables(board):
     s = scoreboard.replication_summary(board)
     assert f"{s['same']} of {s['paired']}" in text
     assert f"tested {s['verdicts']} claims" in text
+    # what is still open at `small` is named, model by model
+    assert f"{s['small']} of {s['verdicts']}" in text
+    missing = [m for models in s["small_missing"].values() for m in models]
+    assert all(m in text.split("**What is still open.**")[1] for m in missing)
+    ran = board[board["small"].isin(scoreboard.CATEGORIES)]["model"]
+    assert not set(ran.str.split(":").str[0]) & set(missing)
 
 
 # --- the widgets

@@ -363,6 +363,20 @@ def test_trend_says_when_the_means_are_not_in_order():
     assert "not move the same way at every step" in v.sentence
 
 
+def test_trend_says_when_every_step_goes_against_the_claim():
+    # Transformer-XL's memory: the loss rises at every step where the paper says it
+    # falls. The means are in order (the wrong one): "not the same way" would be false.
+    rising = {
+        f"mem {m}": [5.03 + 0.003 * i, 5.04 + 0.003 * i] for i, m in enumerate("0123")
+    }
+    v = trend(rising, order=list(rising), increasing=False, min_effect=0.02)
+    assert "against the claim at every step" in v.sentence
+    assert "not move the same way" not in v.sentence
+    falling = {k: [-x for x in xs] for k, xs in rising.items()}  # the claimed way
+    v = trend(falling, order=list(falling), increasing=False, min_effect=0.02)
+    assert "every step" not in v.sentence
+
+
 def test_paired_trend():
     # per-seed offsets shared by every condition
     base = np.array([0.2, 0.5, 0.35])

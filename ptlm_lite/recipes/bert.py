@@ -96,7 +96,7 @@ def mlm_corruption(tok, p: float = 0.15, proportions=(0.8, 0.1, 0.1)) -> Callabl
 
 # token_documents' results in this process, keyed by (id(tok), corpus, split, n_docs);
 # each entry holds its tokenizer too, so the id cannot be reused while the entry lives
-_TOKEN_DOCUMENTS: dict = {}
+_token_documents: dict = {}
 
 
 def token_documents(tok, corpus: str, split: str, n_docs: int) -> list[list[list[int]]]:
@@ -109,7 +109,7 @@ def token_documents(tok, corpus: str, split: str, n_docs: int) -> list[list[list
     copy, so a caller may change what it gets.
     """
     key = (id(tok), corpus, split, n_docs)
-    hit = _TOKEN_DOCUMENTS.get(key)
+    hit = _token_documents.get(key)
     if hit is None or hit[0] is not tok:
         from ..data import documents
 
@@ -123,9 +123,9 @@ def token_documents(tok, corpus: str, split: str, n_docs: int) -> list[list[list
         for d in docs:
             out.append(tuple(tuple(t) for t in flat[i : i + len(d)] if t))
             i += len(d)
-        if len(_TOKEN_DOCUMENTS) >= 16:  # a handful of tokenizers at most in a chapter
-            _TOKEN_DOCUMENTS.pop(next(iter(_TOKEN_DOCUMENTS)))
-        hit = _TOKEN_DOCUMENTS[key] = (tok, tuple(out))
+        if len(_token_documents) >= 16:  # a handful of tokenizers at most in a chapter
+            _token_documents.pop(next(iter(_token_documents)))
+        hit = _token_documents[key] = (tok, tuple(out))
     return [[list(s) for s in d] for d in hit[1]]
 
 

@@ -65,7 +65,8 @@ def sentences(text: str) -> list[str]:
 def world_documents(world_seed: int = 0, friends: int = 1) -> list[list[str]]:
     """One text document per person of ``make_world(world_seed)``: the biography (its
     first ``friends`` "is a friend of" sentences kept), then the employer's sentence,
-    then the birth city's: 5 or 6 sentences with the default."""
+    then the birth city's: six sentences with the default (every biography has at
+    least four)."""
     from ..data import make_world
 
     world = make_world(world_seed)

@@ -17,7 +17,7 @@ from .stepper import stepper
 PAGE_PX = 680
 
 
-def attention_layers(attentions, batch: int = 0):
+def attention_layers(attentions, batch: int = 0) -> list:
     """Normalise attentions to a list over layers of numpy (H, Tq, Tk) float arrays
     (the heatmaps' and the bertviz views' input check)."""
     import numpy as np
@@ -68,7 +68,7 @@ def attention_layers(attentions, batch: int = 0):
     return out
 
 
-def check_labels(name, labels, n):
+def check_labels(name, labels, n) -> None:
     """A clear error unless ``labels`` is a list of ``n`` token labels."""
     if isinstance(labels, str) or not isinstance(labels, Sequence):
         raise TypeError(
