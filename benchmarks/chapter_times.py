@@ -50,6 +50,7 @@ import argparse
 import ast
 import concurrent.futures
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -220,15 +221,34 @@ def code_hash(nb) -> str:
     return execute.code_hash(nb)
 
 
+def code_cells_hash(nb) -> str:
+    """A hash of the code cells' sources only: what a notebook's time depends on (an
+    edit of its prose does not make its recorded time stale)."""
+    h = hashlib.sha256()
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            src = cell["source"]
+            h.update((src if isinstance(src, str) else "".join(src)).encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def current_code_hash(file: str) -> str | None:
     path = ROOT / file
     return code_hash(json.loads(path.read_text())) if path.exists() else None
 
 
+def current_code_cells_hash(file: str) -> str | None:
+    path = ROOT / file
+    return code_cells_hash(json.loads(path.read_text())) if path.exists() else None
+
+
 def outdated(record: dict, file: str) -> bool:
-    """Whether ``record`` (one notebook's run) measured an older version of ``file``
-    than the one on disk, or comes from before the records kept the code's hash: no
-    measure of the notebook as it is now."""
+    """Whether ``record`` (one notebook's run) measured older code than ``file`` holds
+    now (by ``code_cells_hash``; a record from before that hash: by ``code_hash``, the
+    prose too), or comes from before the records kept either: no measure of the
+    notebook as it is now."""
+    if record.get("code_cells_hash"):
+        return record["code_cells_hash"] != current_code_cells_hash(file)
     recorded = record.get("code_hash")
     return recorded is None or recorded != current_code_hash(file)
 
@@ -358,6 +378,7 @@ def run_notebook(
     record = {"file": rel(path), "title": title(nb), "status": "ok"}
     # the chapter as written (before SCALE is set): the page tells a stale run apart
     record["code_hash"] = code_hash(nb)
+    record["code_cells_hash"] = code_cells_hash(nb)
     if scale and not set_scale(nb, scale):
         record["note"] = "no cell tagged 'parameters': SCALE not set, ran as written"
     env_before = dict(os.environ)

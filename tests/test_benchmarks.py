@@ -104,6 +104,33 @@ def test_chapter_times_page_shows_the_reference_step(tmp_path):
         chapter_times.reference_step_ms(steps=0)
 
 
+def test_a_recorded_time_goes_stale_with_the_code_not_the_prose():
+    """A run's time depends on the code cells: a record whose code cells match the
+    notebook is current even if the prose changed since; one that names other code is
+    not; a record from before code_cells_hash falls back to the whole-notebook hash."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import chapter_times
+
+    file = "chapters/gpt.ipynb"
+    nb = json.loads((ROOT / file).read_text())
+    cells = chapter_times.code_cells_hash(nb)
+    assert not chapter_times.outdated(
+        {"code_cells_hash": cells, "code_hash": "x"}, file
+    )
+    assert chapter_times.outdated({"code_cells_hash": "0" * 16}, file)
+    assert chapter_times.outdated({"code_hash": "0" * 16}, file)
+    assert not chapter_times.outdated(
+        {"code_hash": chapter_times.current_code_hash(file)}, file
+    )
+    prose = json.loads(json.dumps(nb))
+    md = next(c for c in prose["cells"] if c["cell_type"] == "markdown")
+    md["source"] = "".join(md["source"]) + " (edited)"
+    assert chapter_times.code_cells_hash(prose) == cells
+    code = next(c for c in prose["cells"] if c["cell_type"] == "code")
+    code["source"] = "".join(code["source"]) + "\n# edited"
+    assert chapter_times.code_cells_hash(prose) != cells
+
+
 def test_chapter_times_page_shows_the_avx2_machine_beside_the_record():
     """book/timings.md: with chapter_times_avx2.json, two more columns and a paragraph
     computed from both records (ratios, the chapters over the budget there)."""
