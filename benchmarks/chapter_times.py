@@ -232,14 +232,10 @@ def code_cells_hash(nb) -> str:
     return h.hexdigest()[:16]
 
 
-def current_code_hash(file: str) -> str | None:
+def current_code_hash(file: str, of=code_hash) -> str | None:
+    """``of`` (default :func:`code_hash`) of the notebook ``file`` as it is on disk."""
     path = ROOT / file
-    return code_hash(json.loads(path.read_text())) if path.exists() else None
-
-
-def current_code_cells_hash(file: str) -> str | None:
-    path = ROOT / file
-    return code_cells_hash(json.loads(path.read_text())) if path.exists() else None
+    return of(json.loads(path.read_text())) if path.exists() else None
 
 
 def outdated(record: dict, file: str) -> bool:
@@ -248,7 +244,7 @@ def outdated(record: dict, file: str) -> bool:
     prose too), or comes from before the records kept either: no measure of the
     notebook as it is now."""
     if record.get("code_cells_hash"):
-        return record["code_cells_hash"] != current_code_cells_hash(file)
+        return record["code_cells_hash"] != current_code_hash(file, code_cells_hash)
     recorded = record.get("code_hash")
     return recorded is None or recorded != current_code_hash(file)
 
