@@ -55,6 +55,9 @@ _NAMES = {
     "capped": "runtime",
     "capped_sizes": "runtime",
     "Timer": "runtime",
+    "pmap": "parallel",
+    "state_of": "parallel",
+    "take_state": "parallel",
 }
 _MODULES = {
     "attention",
@@ -85,6 +88,7 @@ _MODULES = {
     "finetune",
     "suite",
     "verdict",
+    "parallel",
 }
 
 __all__ = sorted(_NAMES) + ["attention", "train"]

@@ -44,6 +44,7 @@ import torch
 from .checks import check_count, check_seeds
 from .device import auto_device, eval_mode, scores_on_device
 from .metrics import is_constant, macro_f1, scores
+from .parallel import pmap, state_of, take_state
 
 __all__ = [
     "encoder_batch",
@@ -359,11 +360,13 @@ def seed_runs(
     progress,
     train_kw=None,
 ) -> list[dict]:
-    """The loop that :func:`run` and :func:`ptlm_lite.spans.run_spans` share: for every
-    factory and seed, seed torch, build the model, fine-tune it on
-    ``batches_for(model)[0]`` and score it on ``[1]`` (``score(model, test) -> dict``);
-    one row each, with ``final_loss`` and ``seconds``. ``train_kw(name, model)``: the
-    run's own keywords of ``train`` (``lr``, ``param_groups``, ``on_step``: ULMFiT).
+    """The runs that :func:`run` and :func:`ptlm_lite.spans.run_spans` share: for
+    every factory and seed, seed torch and build the model (here, in order), then
+    fine-tune it on ``batches_for(model)[0]`` and score it on ``[1]`` (``score(model,
+    test) -> dict``) in a :func:`~ptlm_lite.parallel.pmap` worker; one row each, with
+    ``final_loss`` and ``seconds``. ``train_kw(name, model)``: the run's own keywords of
+    ``train`` (``lr``, ``param_groups``, ``on_step``: ULMFiT). The factory's model ends
+    trained, as in a loop.
     """
     factories = make_model if isinstance(make_model, dict) else {"model": make_model}
     if not factories or not all(callable(f) for f in factories.values()):
@@ -371,40 +374,38 @@ def seed_runs(
             "make_model must be a callable seed -> model or a non-empty dict of them"
         )
     seeds = check_seeds(seeds)  # a repeated seed repeats a run: a false interval
-    rows = []
+    runs = []  # built here, in order, so that a factory may keep its models
     for name, factory in factories.items():
         for seed in seeds:
             torch.manual_seed(seed)
-            # on the GPU if there is one (PTLM_DEVICE overrides): trained, scored there
-            model = factory(seed)
-            home = next(model.parameters()).device
-            where = auto_device(device)
-            model.to(where)
-            train_batch, test_batch = batches_for(model)
-            extra = dict(train_kw(name, model) or {}) if train_kw else {}
-            start = time.perf_counter()
-            hist = finetune(
-                model,
-                train_batch,
-                steps,
-                batch_size,
-                extra.pop("lr", lr),
-                seed,
-                progress=progress,
-                desc=f"{task.name}: {name}, seed {seed}",
-                **{"device": where, **extra},
-            )
-            rows.append(
-                {
-                    "model": name,
-                    "seed": seed,
-                    **score(model, test_batch),
-                    "final_loss": hist.final_loss(min(20, steps)),
-                    "seconds": round(time.perf_counter() - start, 2),
-                }
-            )
-            model.to(home)  # handed back where the factory built it
-    return rows
+            runs.append((name, seed, factory(seed), torch.get_rng_state()))
+
+    def one(run):  # in a pmap worker: train and score one model
+        name, seed, model, rng = run
+        torch.set_rng_state(rng)  # where it stood after the factory
+        # on the GPU if there is one (PTLM_DEVICE overrides): trained, scored there
+        home, where = next(model.parameters()).device, auto_device(device)
+        model.to(where)
+        train_batch, test_batch = batches_for(model)
+        extra = (train_kw(name, model) or {}) if train_kw else {}
+        start, desc = time.perf_counter(), f"{task.name}: {name}, seed {seed}"
+        kw = {"progress": progress, "desc": desc, "device": where, **extra}
+        hist = finetune(
+            model, train_batch, steps, batch_size, kw.pop("lr", lr), seed, **kw
+        )
+        row = {
+            "model": name,
+            "seed": seed,
+            **score(model, test_batch),
+            "final_loss": hist.final_loss(min(20, steps)),
+            "seconds": round(time.perf_counter() - start, 2),
+        }
+        return row, state_of(model.to(home))  # handed back where the factory built it
+
+    done = pmap(one, runs, desc=f"{task.name}: fine-tuning", progress=progress)
+    for (*_, model, _), (_, state) in zip(runs, done):
+        take_state(model, state)  # the factory's model is the trained one, as before
+    return [row for row, _ in done]
 
 
 def run(

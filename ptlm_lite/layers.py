@@ -32,12 +32,19 @@ __all__ = [
     "ACTIVATIONS",
 ]
 
+
+def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
+    """GELU's tanh approximation (GPT, GPT-2); a named function, so that models pickle
+    (:func:`ptlm_lite.pmap` sends them back from its workers)."""
+    return F.gelu(x, approximate="tanh")
+
+
 ACTIVATIONS = {
     "relu": F.relu,
     # BERT: the exact erf form
     "gelu": F.gelu,
     # GPT, GPT-2: the tanh approximation
-    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_tanh": gelu_tanh,
 }
 
 

@@ -18,7 +18,10 @@ another process keeps one core busy, a chapter running two threads was measured 
 slower or worse (GPT-3 chapter: 15 s quiet, ~9 min with one core busy; with one thread:
 16.6 s under the same load). The book's models are small, so a second thread buys little
 when the machine is quiet. The policy: leave one core free on machines with at most 4
-cores; use all the others elsewhere.
+cores; use all the others elsewhere. The free core still works where a chapter trains
+independent models (seeds, conditions): :func:`ptlm_lite.pmap` runs them in worker
+processes (the cores divided by torch's threads: two on two cores), and processes do
+not spin.
 
 Override with the environment variable ``PTLM_THREADS=<n>`` (or set
 ``torch.set_num_threads`` after importing ``ptlm_lite``). Measured in
@@ -177,14 +180,25 @@ def cuda_peak_mb() -> float | None:
     return max(_CUDA_PEAK[0], torch.cuda.max_memory_allocated()) / 2**20
 
 
+def _cpu_seconds() -> float:
+    """This process's CPU seconds, plus those of its children that ended (pmap's)."""
+    try:
+        import resource
+    except ImportError:  # Windows: no children to count (pmap runs in this process)
+        return time.process_time()
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + r.ru_utime + r.ru_stime
+
+
 class Timer(dict):
     """Wall and CPU seconds (and, on a GPU, its peak memory) per named part of a
     chapter: ``TIMES = P.Timer()``, then ``with TIMES("pre-training"): ...``;
     ``TIMES["pre-training"]`` is ``{"wall s": ..., "CPU s": ..., "GPU peak MB": ...}``
     and ``TIMES.table()`` shows them all.
 
-    CPU seconds count this process's threads: on a busy machine they are the better
-    guide to the work done. Where a CUDA GPU is in use the block waits for it at the
+    CPU seconds count this process's threads and the :func:`ptlm_lite.pmap` workers
+    that ended inside the block: on a busy machine they are the better guide to the
+    work done. Where a CUDA GPU is in use the block waits for it at the
     end (``torch.cuda.synchronize``), so the wall time includes the GPU's work.
     """
 
@@ -199,7 +213,7 @@ class Timer(dict):
             torch.cuda.synchronize()
             _CUDA_PEAK[0] = max(_CUDA_PEAK[0], torch.cuda.max_memory_allocated())
             torch.cuda.reset_peak_memory_stats()
-        wall, cpu = time.perf_counter(), time.process_time()
+        wall, cpu = time.perf_counter(), _cpu_seconds()
         yield self
         if not cuda and torch.cuda.is_available() and torch.cuda.is_initialized():
             cuda = True  # the block was the first to use the GPU
@@ -207,7 +221,7 @@ class Timer(dict):
             torch.cuda.synchronize()
         self[what] = {
             "wall s": time.perf_counter() - wall,
-            "CPU s": time.process_time() - cpu,
+            "CPU s": _cpu_seconds() - cpu,
         }
         if cuda:
             self[what]["GPU peak MB"] = torch.cuda.max_memory_allocated() / 2**20

@@ -121,6 +121,23 @@ def probes(stem: str, scale: str = "tiny") -> list[Probe]:
     return found
 
 
+def train_cached(scale: str = "tiny") -> None:
+    """Train the three cached models that :func:`probes` loads (BERT, GPT, the ULMFiT
+    LSTM) side by side where the model cache lacks them: each
+    :func:`~ptlm_lite.pmap` worker trains one into the cache, where the probes find
+    it (a cached one only loads). Chapter: the synthesis."""
+    from .parallel import pmap
+    from .recipes.bert import pretrained_bert
+    from .recipes.gpt import pretrained_gpt
+    from .recipes.ulmfit import pretrained_lstm
+
+    def train(make) -> None:  # the model stays in the cache, not in the reply
+        make(scale)
+
+    makers = (pretrained_bert, pretrained_gpt, pretrained_lstm)  # the longest first
+    pmap(train, makers, desc="cached models")
+
+
 _STAND_IN = "random stand-in (same class and tiny shape)"
 
 

@@ -26,6 +26,7 @@ import torch
 
 from .checks import check_count, check_number, check_weights
 from .device import auto_device, autocast_dtype, to_device
+from .parallel import in_worker
 from .runtime import train_steps
 
 __all__ = [
@@ -412,7 +413,7 @@ def train(
         hist = History()
         run_model = torch.compile(model) if compile else model
         bar = None
-        if progress:
+        if progress and not in_worker():  # a pmap worker: pmap shows one bar
             from tqdm.auto import tqdm
 
             bar = tqdm(total=steps, desc=desc, leave=True, mininterval=0.5)

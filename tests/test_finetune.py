@@ -269,6 +269,7 @@ def test_run_pairs_conditions_by_seed(tok, tasks, monkeypatch):
         return make
 
     monkeypatch.setattr(T, "train", spy)
+    monkeypatch.setenv("PTLM_WORKERS", "1")  # the spy collects in this process
     F.run(task, {n: tagged(n) for n in ("a", "b")}, tok, seeds=(0, 1), steps=3,
           batch_size=4, surface=False)  # fmt: skip
     for (ids_a, head_a), (ids_b, head_b) in zip(seen["a"], seen["b"]):
