@@ -2,6 +2,9 @@
 constant predictor, and a few real (tiny) runs.
 """
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -115,6 +118,25 @@ def test_macro_f1_by_hand():
         assert F.macro_f1(np.zeros_like(y), y) == pytest.approx(2 / (k + 1) / k)
     # a class predicted but absent from the labels counts, with F1 0
     assert F.macro_f1([0, 1], [0, 0]) == pytest.approx((2 / 3 + 0) / 2)
+
+
+def test_macro_f1_is_scikit_learns_bit_for_bit_without_importing_it():
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        k, n = rng.integers(1, 6), rng.integers(1, 40)
+        y, p = rng.integers(0, k, n), rng.integers(0, k, n)
+        if rng.random() < 0.3:
+            p[:] = p[0]  # a constant predictor
+        want = f1_score(y, p, labels=np.union1d(p, y), average="macro", zero_division=0)
+        assert F.macro_f1(p, y) == float(want)
+    # scoring never imports scikit-learn (1.4 s, in every fine-tuning worker)
+    code = (
+        "import sys; from ptlm_lite.metrics import scores; "
+        "scores([0, 1, 1], [0, 1, 0]); assert 'sklearn' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_scores_refuse_labels_out_of_range_and_misshapen_input():

@@ -2,6 +2,8 @@
 
 import os
 import random
+import subprocess
+import sys
 import time
 import warnings
 
@@ -63,6 +65,23 @@ def test_output_and_warnings_come_back_in_order(capsys):
     assert capsys.readouterr().out == "job 0\njob 1\njob 2\n"
     assert [str(w.message) for w in caught] == ["job 1 warns"]
     assert parallel.pmap(_noisy, [0], n_workers=1) == [False]  # no worker for one job
+
+
+@needs_fork
+def test_no_warning_escapes_a_fork_of_a_threaded_process():
+    # a kernel has threads; Python 3.12+ warns on forking such a process (Colab runs
+    # 3.12): pmap forks with that warning silenced, and nothing else may leak out
+    code = """if True:
+        import threading, time, warnings
+        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+        from ptlm_lite.parallel import pmap
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert pmap(abs, [-1, -2, -3], n_workers=2, progress=False) == [1, 2, 3]
+        assert not caught, [str(w.message) for w in caught]
+    """
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and not done.stderr, done.stderr
 
 
 def _fails(x):

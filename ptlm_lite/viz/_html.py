@@ -105,17 +105,26 @@ def min_font_px(fig, dpi: float) -> float | None:
     return min(sizes) * dpi / 72 if sizes else None
 
 
-def _save_png(fig, dpi: float, meta: dict) -> bytes:
+def _save_png(fig, dpi: float) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(
-        buf,
-        format="png",
-        dpi=dpi,
-        bbox_inches="tight",
-        facecolor="white",
-        metadata=meta,
-    )
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
     return buf.getvalue()
+
+
+def _with_text(png: bytes, meta: dict) -> bytes:
+    """``png`` with one ``tEXt`` chunk per item of ``meta``, right after its header
+    (the font size is known only once the figure is drawn, and drawing it a second time
+    to pass it to ``savefig`` would cost a third of the rendering)."""
+    import struct
+    import zlib
+
+    chunks = b""
+    for key, value in meta.items():
+        body = b"tEXt" + key.encode("latin-1") + b"\0" + value.encode("latin-1")
+        crc = struct.pack(">I", zlib.crc32(body))
+        chunks += struct.pack(">I", len(body) - 4) + body + crc
+    # the signature (8 bytes) and the IHDR chunk (25) always come first
+    return png[:33] + chunks + png[33:]
 
 
 def png_size(png: bytes) -> tuple[int, int]:
@@ -173,10 +182,8 @@ def figure_to_png(
     render = dpi * scale
     w0 = fig.get_size_inches()[0]
     for _ in range(6):
-        fig.draw_without_rendering()  # tick labels get their text when drawn
-        px = min_font_px(fig, render)
-        meta = {FONT_KEY: "none" if px is None else f"{px:.2f}"}
-        data = _save_png(fig, render, meta)
+        data = _save_png(fig, render)
+        px = min_font_px(fig, render)  # after the save: tick labels get text when drawn
         excess = fit_for_phone(data, px, scale) if fit else 0.0
         if excess <= 0:
             break
@@ -188,6 +195,8 @@ def figure_to_png(
             break  # text that does not shrink (an outside legend) fills it: redraw it
         fig.set_size_inches(narrower, h * narrower / w)
         _relayout(fig)
+    meta = {FONT_KEY: "none" if px is None else f"{px:.2f}"}
+    data = _with_text(data, meta)
     if colors:
         try:
             from PIL import Image, PngImagePlugin  # matplotlib depends on Pillow
