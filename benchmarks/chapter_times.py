@@ -22,7 +22,8 @@ memory of the kernel process (``VmHWM`` from ``/proc/<pid>/status``, read just b
 the kernel shuts down; ``ru_maxrss`` of the children where /proc does not exist), the
 load average, the machine's speed just before it (:func:`reference_step_ms`: one
 training step of the tiny BERT, in ms; the same chapter's seconds compare between two
-runs only beside it), every verdict it printed (:mod:`ptlm_lite.verdict` logs them to
+runs only beside it; :func:`reference_pair_ms`: the same step in two processes side by
+side, what a chapter's ``pmap`` runs get), every verdict it printed (:mod:`ptlm_lite.verdict` logs them to
 ``$PTLM_VERDICT_LOG``, as for ``scripts/execute.py``), and, asked of the kernel after
 its last cell, the ``SCALE`` it ran with, the device ``ptlm_lite.train.auto_device()``
 picks there and the peak GPU memory (``ptlm_lite.runtime.cuda_peak_mb``; None without
@@ -349,6 +350,22 @@ def reference_step_ms(steps: int = 40, threads: int | None = None) -> float:
         torch.set_num_threads(before)
 
 
+def reference_pair_ms(steps: int = 40) -> float | None:
+    """The reference step timed in two processes side by side (``ptlm_lite.pmap``, one
+    each), in ms: the slower of their two medians. A chapter that runs its independent
+    models through ``pmap`` gets its second core's speed only when this is close to
+    :func:`reference_step_ms`; on one cloud machine the two drifted apart by up to 30%
+    between hours (``benchmarks/README.md``, session 36). ``None`` where ``pmap`` would
+    run one worker (one core, a GPU, no ``os.fork``)."""
+    from ptlm_lite.parallel import pmap, workers
+
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    if workers(2) < 2:
+        return None
+    return max(pmap(lambda _: reference_step_ms(steps), [0, 1], progress=False))
+
+
 def run_notebook(
     path: pathlib.Path,
     timeout: int,
@@ -402,6 +419,7 @@ def run_notebook(
     )
     record["load_average_start"] = load_average()
     record["reference_step_ms"] = reference_step_ms()  # the machine's speed just now
+    record["reference_pair_ms"] = reference_pair_ms()  # and its two cores' together
     record.update(scale=None, device=None, cuda_peak_mb=None)
     try:
         client.reset_execution_trackers()

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from ptlm_lite import parallel
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -76,6 +78,10 @@ def test_chapter_times_runs_a_notebook_without_writing_it(tmp_path):
     # the machine's speed, timed just before the notebook: a BERT-tiny step takes
     # milliseconds, not microseconds or seconds
     assert 1 < record["reference_step_ms"] < 1000, record["reference_step_ms"]
+    # and two side by side (pmap's workers), where there are two cores for them
+    pair = record["reference_pair_ms"]
+    assert (pair is None) == (parallel.workers(2) < 2), pair
+    assert pair is None or 1 < pair < 1000, pair
     text = chapter_times.table({"chapters": [record]})
     assert "A toy chapter" in text and "peak MB" in text
     assert f"{record['reference_step_ms']:.1f}" in text
@@ -102,6 +108,8 @@ def test_chapter_times_page_shows_the_reference_step(tmp_path):
     assert "| - |" in rows[1], rows[1]
     with pytest.raises(ValueError, match="steps must be a positive integer"):
         chapter_times.reference_step_ms(steps=0)
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        chapter_times.reference_pair_ms(steps=1.5)
 
 
 def test_a_recorded_time_goes_stale_with_the_code_not_the_prose():
