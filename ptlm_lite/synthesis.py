@@ -25,6 +25,7 @@ probe, "not declared" where :data:`ptlm_lite.articles.DECLARED` has no entry yet
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -337,12 +338,17 @@ def agrees(stem: str, measured: list[dict]) -> str:
 def count_params(name: str | None, vocab: int = 1024, meta: bool = True) -> int | None:
     """Weights of the model :data:`DECLARED` names ``name`` (a tiny shape, at
     ``vocab``; or a paper's preset, at its own vocabulary), built on PyTorch's
-    ``meta`` device (no memory, no initialisation). ``None`` for no name. Chapter:
-    the synthesis."""
+    ``meta`` device (no memory). ``None`` for no name. Each name is built once (the
+    model table asks for some twice). Chapter: the synthesis."""
     if name is None:
         return None
     if not isinstance(name, str):
         raise TypeError(f"name must be a preset name or None, got {name!r}")
+    return _count(name, vocab, meta)
+
+
+@functools.cache
+def _count(name: str, vocab: int, meta: bool) -> int:
     paper = name in _PAPER_CLASS
     with torch.device("meta") if meta else torch.device("cpu"):
         if paper:
