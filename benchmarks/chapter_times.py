@@ -23,8 +23,9 @@ the kernel shuts down; ``ru_maxrss`` of the children where /proc does not exist)
 load average, the machine's speed just before it (:func:`reference_step_ms`: one
 training step of the tiny BERT, in ms; the same chapter's seconds compare between two
 runs only beside it; :func:`reference_pair_ms`: the same step in two processes side by
-side, what a chapter's ``pmap`` runs get), every verdict it printed (:mod:`ptlm_lite.verdict` logs them to
-``$PTLM_VERDICT_LOG``, as for ``scripts/execute.py``), and, asked of the kernel after
+side, what a chapter's ``pmap`` runs get), every verdict it printed
+(:mod:`ptlm_lite.verdict` logs them to ``$PTLM_VERDICT_LOG``, as for
+``scripts/execute.py``), and, asked of the kernel after
 its last cell, the ``SCALE`` it ran with, the device ``ptlm_lite.train.auto_device()``
 picks there and the peak GPU memory (``ptlm_lite.runtime.cuda_peak_mb``; None without
 CUDA). A notebook that runs past ``--notebook-timeout`` seconds is stopped (its kernel

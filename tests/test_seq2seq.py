@@ -21,6 +21,7 @@ from ptlm_lite.suite.generation import (
     facts_copied,
     summaries,
     summary_of,
+    summary_words,
 )
 
 PAD, BOS, EOS = 0, 1, 2
@@ -352,6 +353,13 @@ def test_facts_copied_counts_each_fact_and_ignores_spacing():
         "employer": "Nope Ltd",
     }
     assert facts_copied([ex["summary"].upper().replace("-", " - ")], [ex])[0] == 1.0
+    # the words the scorer reads: a decoded "47 - year - old ." is the reference's
+    # "47-year-old." (MASS counts a summary's length in them)
+    assert (
+        summary_words("Ann Bo, a 47 - year - old pilot .")
+        == summary_words("Ann Bo, a 47-year-old pilot.")
+        == ["ann", "bo", "a", "47", "year", "old", "pilot"]
+    )
     # the template with another person's facts: ROUGE-1 about half, facts 0
     other = ex["summary"]
     for k in f:

@@ -46,6 +46,7 @@ __all__ = [
     "facts_copied",
     "summaries",
     "summary_of",
+    "summary_words",
 ]
 
 # what a summary copies from the document
@@ -117,8 +118,10 @@ def summaries(world_seed: int = 0) -> dict[str, list[dict]]:
     return out
 
 
-def _words(text: str) -> list[str]:
-    # "52 - year - old" (a WordPiece decode) and "52-year-old" read the same
+def summary_words(text: str) -> list[str]:
+    """The lower-cased runs of letters and digits of a summary, as the scorers read it:
+    "52 - year - old" (a WordPiece decode) and "52-year-old" read the same. Counting
+    them measures a written summary and its reference alike (chapters/mass.ipynb)."""
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
@@ -142,9 +145,9 @@ def facts_by_field(predictions, examples) -> dict[str, np.ndarray]:
             raise TypeError(f"predictions must hold strings, got {type(pred).__name__}")
         if not isinstance(ex, dict) or "facts" not in ex:
             raise TypeError("examples must be summaries() examples (with 'facts')")
-        words = " " + " ".join(_words(pred)) + " "
+        words = " " + " ".join(summary_words(pred)) + " "
         for f in FIELDS:
-            out[f][i] = f" {' '.join(_words(ex['facts'][f]))} " in words
+            out[f][i] = f" {' '.join(summary_words(ex['facts'][f]))} " in words
     return out
 
 
