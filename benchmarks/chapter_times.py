@@ -685,6 +685,12 @@ def _ref(c: dict) -> str:
     return f"{c['reference_step_ms']:.1f}" if c.get("reference_step_ms") else "-"
 
 
+def _secs(x: float) -> str:
+    """Seconds as the pages print them: whole, except within a second of the budget
+    (40.4 s, not "40 s", for a time just over it)."""
+    return f"{x:.1f}" if round(x) == BUDGET_S else f"{x:.0f}"
+
+
 def page(result: dict, avx2: dict | None = None) -> str:
     """The Markdown of ``book/timings.md`` for ``result`` (the contents of
     chapter_times.json), with ``avx2`` (chapter_times_avx2.json's: the same chapters on
@@ -722,7 +728,7 @@ def page(result: dict, avx2: dict | None = None) -> str:
             when += " (**the chapter has changed since**)"
             stale += 1
         row = (
-            f"| {name}{status} | `{c['file']}` | {c['seconds']:.0f} | {peak} | {load} "
+            f"| {name}{status} | `{c['file']}` | {_secs(c['seconds'])} | {peak} | {load} "
             f"| {ref} | {when} |"
         )
         if avx2:
@@ -731,7 +737,7 @@ def page(result: dict, avx2: dict | None = None) -> str:
                 row += " - | - |"
             else:
                 older = " (**older version**)" if outdated(o, c["file"]) else ""
-                row += f" {o['seconds']:.0f}{_status(o)}{older} | {_ref(o)} |"
+                row += f" {_secs(o['seconds'])}{_status(o)}{older} | {_ref(o)} |"
         rows.append(row)
     total = sum(c["seconds"] for c in shown)
     machine_line = (
@@ -813,11 +819,8 @@ def avx2_paragraph(shown: list[dict], avx2: dict, other: dict) -> str:
     n_ch = len(over)
     over = [o for o in over if o["seconds"] > BUDGET_S]
 
-    def secs(x: float) -> str:  # 40.4 s, not "40 s", for a time just over the budget
-        return f"{x:.1f}" if round(x) == BUDGET_S else f"{x:.0f}"
-
     names = ", ".join(
-        f"{(o['title'] or o['file']).split(':')[0]} {secs(o['seconds'])} s"
+        f"{(o['title'] or o['file']).split(':')[0]} {_secs(o['seconds'])} s"
         for o in over
     )
     return (
@@ -879,9 +882,10 @@ def reference_steps_paragraph(shown: list[dict], other: dict) -> str:
         "about "
         f"{BUDGET_S / r1 * 1000:,.0f} reference steps on the record's machine (median "
         f"step {r1:.1f} ms) and {BUDGET_S / r2 * 1000:,.0f} on the AVX2 one "
-        f"({r2:.1f} ms): the same work fits it on the first and not on the second "
-        f"({sum(k > BUDGET_S / r2 * 1000 for k in costs)} of those {len(costs)} "
-        "chapters cost more than that).\n"
+        f"({r2:.1f} ms): a chapter whose work lies between the two fits the budget on "
+        "the first machine and not on the second. "
+        f"{sum(k > BUDGET_S / r2 * 1000 for k in costs)} of those {len(costs)} chapters "
+        f"cost more than {BUDGET_S / r2 * 1000:,.0f}.\n"
     )
 
 
@@ -1143,8 +1147,9 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
     records = {c["file"]: c for c in small["chapters"]}
     kept = flips = both = 0
     only_small = 0
-    missing = {"not run": [], "timed out": [], "error": []}
-    unmatched = 0
+    missing = {"not run": [], "timed out": [], "stopped at the run's deadline": []}
+    missing["error"] = []
+    unreached = unprinted = 0  # tiny verdicts without a small one: why
     sections = []
     for ch in tiny:
         rec = records.get(ch["file"])
@@ -1156,6 +1161,8 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
         stem = _md(pathlib.Path(ch["file"]).stem)
         if rec is None:
             missing["not run"].append(stem)
+        elif rec["status"] == "timeout" and rec.get("stopped_by_deadline"):
+            missing["stopped at the run's deadline"].append(stem)
         elif rec["status"] == "timeout":
             missing["timed out"].append(stem)
         elif rec["status"] != "ok":
@@ -1179,7 +1186,8 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
                     f"| {claim} | {_verdict_cell(t)} | {_verdict_cell(v)} | {mark} |"
                 )
             elif t is not None:
-                unmatched += 1
+                unreached += status is not None
+                unprinted += status is None
                 why = (
                     "not printed at small"
                     if status is None
@@ -1233,12 +1241,24 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
         if both
         else "."
     )
-    if unmatched:
-        summary += f" {unmatched} `tiny` verdicts have no `small` counterpart"
+    if unreached or unprinted:
+        summary += (
+            f" {unreached + unprinted} `tiny` verdicts have no `small` counterpart: "
+        )
         parts = [
             f"{label}: {', '.join(names)}" for label, names in missing.items() if names
         ]
-        summary += f" ({'; '.join(parts)})." if parts else "."
+        why = []
+        if unreached:
+            why.append(
+                f"{unreached} in chapters that did not finish at `small`"
+                + (f" ({'; '.join(parts)})" if parts else "")
+            )
+        if unprinted:
+            why.append(
+                f"{unprinted} that chapters which finished did not print at `small`"
+            )
+        summary += " and ".join(why) + "."
     if only_small:
         summary += f" {only_small} verdicts were printed only at `small`."
     lines += [summary, "", *sections]

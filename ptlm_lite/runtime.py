@@ -200,7 +200,17 @@ class Timer(dict):
     that ended inside the block: on a busy machine they are the better guide to the
     work done. Where a CUDA GPU is in use the block waits for it at the
     end (``torch.cuda.synchronize``), so the wall time includes the GPU's work.
+
+    A chapter makes its ``Timer`` right after its imports and ends with
+    ``TIMES.summary(SCALE)``: the whole run since then, in one sentence that says
+    whether other work shared the machine (the stored pages were executed beside
+    other notebooks; ``book/timings.md`` gives each chapter's time alone).
     """
+
+    def __init__(self):
+        super().__init__()
+        self.started = (time.perf_counter(), _cpu_seconds())
+        self.loads = [_load()]  # the load average when each block ended
 
     @contextlib.contextmanager
     def __call__(self, what: str):
@@ -225,6 +235,7 @@ class Timer(dict):
         }
         if cuda:
             self[what]["GPU peak MB"] = torch.cuda.max_memory_allocated() / 2**20
+        self.loads.append(_load())
 
     def total(self, key: str = "wall s") -> float:
         """The sum of ``key`` over every part."""
@@ -235,3 +246,40 @@ class Timer(dict):
         import pandas as pd
 
         return pd.DataFrame.from_dict(dict(self), orient="index").round(digits)
+
+    def summary(self, scale: str) -> str:
+        """One Markdown sentence for a chapter's end: wall and CPU seconds (pmap's
+        workers included) since the ``Timer`` was made, the scale, and, where the
+        load average rose above the cores (other work shared them), that it did.
+        ``scale`` is the chapter's ``SCALE``."""
+        if not isinstance(scale, str) or not scale:
+            raise TypeError(
+                f"scale must be the chapter's SCALE, a string, got {scale!r}"
+            )
+        wall = time.perf_counter() - self.started[0]
+        cpu = _cpu_seconds() - self.started[1]
+        self.loads.append(_load())
+        text = (
+            f"This chapter ran in {wall:.0f} s after its imports, using {cpu:.0f} s of "
+            f"CPU, its worker processes included (scale: {scale})."
+        )
+        cores = os.cpu_count() or 1
+        peak = max((x for x in self.loads if x is not None), default=None)
+        if peak is not None and peak > cores + 0.5:
+            text += (
+                f" Other work shared the machine meanwhile (load average up to "
+                f"{peak:.1f} on {cores} cores), so it took longer than alone."
+            )
+        return (
+            text + " The [timings page](../book/timings.md) gives every chapter's time "
+            "on an idle machine."
+        )
+
+
+def _load() -> float | None:
+    """The one-minute load average (runnable processes, this one and pmap's
+    included); None where the platform has none (Windows)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None

@@ -186,7 +186,8 @@ def test_chapter_times_page_shows_the_avx2_machine_beside_the_record():
         in steps
     )
     assert "and 1,739 on the AVX2 one (23.0 ms)" in steps
-    assert "(2 of those 2 chapters cost more than that)" in steps
+    assert "fits the budget on the first machine and not on the second" in steps
+    assert "2 of those 2 chapters cost more than 1,739." in steps
     # without the second record the page is as before
     assert "AVX2 only" not in chapter_times.page(result)
     # a time measured on an older version of the chapter says so there too

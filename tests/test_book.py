@@ -83,6 +83,12 @@ def test_chapter_template(nb):
     assert not any("assert check(" in s for s in src), (
         "a solution cell is in the chapter: move it to solutions/"
     )
+    # One clock: the Timer made in the imports cell, and the closing sentence from it
+    # (it says when other work shared the machine; CONTRIBUTING.md, "Device and time")
+    assert "TIMES = P.Timer()" in src[2], "the imports cell makes TIMES = P.Timer()"
+    assert "TIMES.summary(SCALE)" in src[-1], (
+        "the last code cell ends the chapter with display(Markdown(TIMES.summary(SCALE)))"
+    )
 
 
 @pytest.mark.parametrize("nb", CHAPTERS, ids=lambda p: p.name)

@@ -93,6 +93,37 @@ def test_timer_records_wall_and_cpu_seconds():
             pass
 
 
+def test_timer_summary_says_when_other_work_shared_the_machine(monkeypatch):
+    """Every chapter ends with TIMES.summary(SCALE). The stored pages are executed
+    beside other notebooks, so their times ran up to twice the timings page's (MASS:
+    68 s against 31 s): the sentence says so when the load average rose above the
+    cores, and always points to the timings page."""
+    import ptlm_lite as P
+    from ptlm_lite import runtime
+
+    monkeypatch.setattr(runtime.os, "cpu_count", lambda: 2)
+    loads = iter([1.0, 2.1, 1.9])
+    monkeypatch.setattr(runtime, "_load", lambda: next(loads))
+    T = P.Timer()
+    with T("part"):
+        pass
+    quiet = T.summary("tiny")
+    assert quiet.startswith("This chapter ran in 0 s after its imports, using ")
+    assert "(scale: tiny)" in quiet and "shared" not in quiet
+    assert "[timings page](../book/timings.md)" in quiet
+    loads = iter([1.0, 4.25, 3.0])
+    T = P.Timer()
+    with T("part"):
+        pass
+    busy = T.summary("small")
+    assert "(scale: small)" in busy
+    assert "load average up to 4.2 on 2 cores" in busy
+    monkeypatch.setattr(runtime, "_load", lambda: None)  # no load average (Windows)
+    assert "shared" not in P.Timer().summary("tiny")
+    with pytest.raises(TypeError, match="scale must be the chapter's SCALE"):
+        T.summary(None)
+
+
 def test_timer_blocks_do_not_hide_the_process_peak_gpu_memory(monkeypatch):
     """P.Timer resets CUDA's peak-memory counter to give each block its own peak;
     benchmarks/chapter_times.py read that counter as the notebook's peak, so a chapter

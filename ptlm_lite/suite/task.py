@@ -164,8 +164,9 @@ class SpanTask(Task):
 
     def __repr__(self) -> str:
         return (
-            f"SpanTask({self.name!r}, {self.n_labels} questions, {len(self.train)} "
-            f"train / {len(self.test)} test, best constant answer {self.majority:.1%}, "
+            f"SpanTask({self.name!r}, {self.n_labels} question types, "
+            f"{len(self.train)} train / {len(self.test)} test, best constant answer "
+            f"{self.majority:.1%}, "
             f"chance {self.chance:.1%}, "
             + ("needs pre-training)" if self.needs_pretraining else "surface)")
         )
