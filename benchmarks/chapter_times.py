@@ -816,25 +816,44 @@ def avx2_paragraph(shown: list[dict], avx2: dict, other: dict) -> str:
         (o for _, o in both if o["file"].startswith("chapters/")),
         key=lambda o: -o["seconds"],
     )
-    n_ch = len(over)
+    n_ch, longest = len(over), over[:1]
     over = [o for o in over if o["seconds"] > BUDGET_S]
 
-    names = ", ".join(
-        f"{(o['title'] or o['file']).split(':')[0]} {_secs(o['seconds'])} s"
-        for o in over
+    def names(rows):
+        return ", ".join(
+            f"{(o['title'] or o['file']).split(':')[0]} {_secs(o['seconds'])} s"
+            for o in rows
+        )
+
+    budget = (
+        f"{len(over)} of the {n_ch} chapters there took more than the book's "
+        f"{BUDGET_S} s budget: {names(over)}."
+        if over
+        else f"None of the {n_ch} chapters there took more than the book's {BUDGET_S} s "
+        f"budget (the longest: {names(longest)})."
     )
+    if len(ratios) > 1:
+        ratio = (
+            f"a notebook took {ratios[0]:.1f} to {ratios[-1]:.1f} times as long (median "
+            f"{statistics.median(ratios):.1f}, over the {len(same)} measured in their "
+            "current version on both machines). "
+        )
+    elif ratios:
+        ratio = (
+            f"the one notebook measured in its current version on both machines took "
+            f"{ratios[0]:.1f} times as long. "
+        )
+    else:
+        ratio = "no notebook was measured in its current version on both machines. "
     return (
         f"**On a machine with AVX2 only.** The last two columns are the same notebooks "
         f"timed the same way on {avx2['date'][:10]} on a {m['cores']}-core {m['cpu']} "
         f"whose PyTorch runs {m['cpu_capability']} kernels, as many laptops' CPUs do "
         f"(`benchmarks/chapter_times_avx2.json`). AVX2's vectors are half as wide as "
         f"AVX-512's, and the reference step took {min(refs):.0f}-{max(refs):.0f} ms "
-        f"there against {min(ours):.0f}-{max(ours):.0f} ms for the rows above; a "
-        f"notebook took {ratios[0]:.1f} to {ratios[-1]:.1f} times as long (median "
-        f"{statistics.median(ratios):.1f}, over the {len(same)} measured in their "
-        "current version on both machines). "
-        f"{len(over)} of the {n_ch} chapters there took more than the book's "
-        f"{BUDGET_S} s budget: {names}."
+        f"there against {min(ours):.0f}-{max(ours):.0f} ms for the rows above; "
+        + ratio
+        + budget
         + (
             " All of them, one after the other: "
             f"{sum(o['seconds'] for _, o in both) / 60:.0f} minutes."
