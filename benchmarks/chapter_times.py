@@ -1166,8 +1166,10 @@ def scales_page(small: dict | None, tiny: list[dict] | None = None) -> str:
     records = {c["file"]: c for c in small["chapters"]}
     kept = flips = both = 0
     only_small = 0
-    missing = {"not run": [], "timed out": [], "stopped at the run's deadline": []}
-    missing["error"] = []
+    missing = {
+        k: []
+        for k in ("not run", "timed out", "stopped at the run's deadline", "error")
+    }
     unreached = unprinted = 0  # tiny verdicts without a small one: why
     sections = []
     for ch in tiny:

@@ -285,6 +285,13 @@ def test_recipe_batches_and_measurements():
     assert 0 < at_mask.sum() < (b["targets"] != -100).sum()
     assert R.mlm_correct(model, held, mask_id).shape == (at_mask.sum(),)
     assert R.pair_correct(model, held).shape == (8,)
+    # correct where the head's answer is the pair's label: one call reads the other
+    answers, labels = (
+        R.pair_answers(model, held),
+        torch.cat([x["nsp_labels"] for x in held]),
+    )
+    assert set(answers.tolist()) <= {0, 1}
+    assert torch.equal(R.pair_correct(model, held), (answers == labels).float())
     l2, cos = R.layer_steps(model, held)
     assert l2.shape == cos.shape == (8, 4) and (cos <= 1 + 1e-5).all()
 

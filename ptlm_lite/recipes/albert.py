@@ -9,8 +9,9 @@ and the corruption (n-grams of whole words)::
 
 The measurements score every held-out example separately, so a verdict's interval
 counts the test examples as well as the seeds: masked-token accuracy
-(:func:`mlm_correct`), pair accuracy (:func:`pair_correct`) and each layer's step
-through the embedding space (:func:`layer_steps`, the paper's Figure 2).
+(:func:`mlm_correct`), pair accuracy (:func:`pair_correct`, from the head's answers,
+:func:`pair_answers`) and each layer's step through the embedding space
+(:func:`layer_steps`, the paper's Figure 2).
 
 Chapter: ``chapters/albert.ipynb``.
 """
@@ -36,6 +37,7 @@ __all__ = [
     "albert_batches",
     "held_out",
     "mlm_correct",
+    "pair_answers",
     "pair_correct",
     "layer_steps",
 ]
@@ -122,17 +124,25 @@ def mlm_correct(model, batches, mask_id: int) -> torch.Tensor:
 
 @scores_on_device
 @torch.no_grad()
-def pair_correct(model, batches) -> torch.Tensor:
-    """1/0 per pair of ``batches``: does the pair head give the pair's label? Chapter:
-    ``chapters/albert.ipynb``.
+def pair_answers(model, batches) -> torch.Tensor:
+    """The label the pair head gives each pair of ``batches`` (1 or 0, as
+    ``nsp_labels``): a head that gives one label to every pair scores that label's
+    share. Chapter: ``chapters/albert.ipynb``.
     """
     model.eval()
     out = []
     for b in batches:
         b = to_device(b, device_of(model))
-        o = model(b["ids"], b["segments"], b["valid"])
-        out.append((o.extra["nsp_logits"].argmax(-1) == b["nsp_labels"]).float())
-    return torch.cat(out)
+        out.append(model(b["ids"], b["segments"], b["valid"]).extra["nsp_logits"])
+    return torch.cat(out).argmax(-1)
+
+
+def pair_correct(model, batches) -> torch.Tensor:
+    """1/0 per pair of ``batches``: does the pair head give the pair's label? Chapter:
+    ``chapters/albert.ipynb``.
+    """
+    labels = torch.cat([b["nsp_labels"] for b in batches])
+    return (pair_answers(model, batches) == labels).float()  # both on the CPU
 
 
 @scores_on_device
